@@ -1,0 +1,1 @@
+"""The Streamlit dashboard (reads storage only through ``tuners``)."""

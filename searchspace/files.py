@@ -1,0 +1,77 @@
+"""Configuration files: one architecture as a flat YAML mapping of knobs.
+
+Besides the knobs, a file may carry metadata sections that are not part of the architecture:
+``reference`` (the published figures a paper-table row should reproduce), ``training``
+(training hyperparameters) and ``provenance`` (where an exported configuration came from).
+YAML is read with ``yaml.safe_load``: no arbitrary object construction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .config import ArchConfig, knob_names
+from .errors import ConfigError, did_you_mean
+
+METADATA_SECTIONS = ("reference", "training", "provenance")
+
+
+@dataclass(frozen=True)
+class ConfigFile:
+    """A parsed configuration file: the architecture plus its metadata sections."""
+
+    path: Path
+    config: ArchConfig
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def reference(self) -> dict[str, Any] | None:
+        return self.metadata.get("reference")
+
+
+class ConfigFileError(ConfigError):
+    """A configuration file could not be read; messages carry the file name."""
+
+
+def load_config_file(path: str | Path) -> ConfigFile:
+    """Read and validate one configuration file; every problem is reported at once."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigFileError([(str(path), "no such file")]) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise ConfigFileError([(where, f"not valid YAML: {getattr(exc, 'problem', exc)}")]) from None
+    if not isinstance(data, dict):
+        raise ConfigFileError([(str(path), f"expected a mapping of knobs, got {type(data).__name__}")])
+    metadata = {k: data.pop(k) for k in METADATA_SECTIONS if k in data}
+    allowed = (*knob_names(), *METADATA_SECTIONS)
+    unknown = [(f"{path}: {k}", f"unknown key{did_you_mean(k, allowed)}") for k in data if k not in allowed]
+    try:
+        config = ArchConfig.from_dict({k: v for k, v in data.items() if k in knob_names()})
+    except ConfigError as exc:
+        raise ConfigFileError(unknown + [(f"{path}: {k}", m) for k, m in exc.problems]) from None
+    if unknown:
+        raise ConfigFileError(unknown)
+    return ConfigFile(path, config, metadata)
+
+
+def dump_config(config: ArchConfig, metadata: dict[str, Any] | None = None) -> str:
+    """YAML text of a configuration (knobs first, then metadata sections)."""
+    data = config.to_dict()
+    data.update(metadata or {})
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def find_config_files(paths: list[str | Path]) -> list[Path]:
+    """Expand directories into their ``*.yaml`` files (sorted, recursively); keep files as given."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        out.extend(sorted(p.rglob("*.yaml")) if p.is_dir() else [p])
+    return out

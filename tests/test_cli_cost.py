@@ -1,0 +1,54 @@
+"""`lwnas cost` end to end through the real CLI (typer's runner, real models)."""
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from tuners.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+
+
+def test_help_on_every_command():
+    assert runner.invoke(app, ["--help"]).exit_code == 0
+    result = runner.invoke(app, ["cost", "--help"])
+    assert result.exit_code == 0 and "peak memory" in result.output
+
+
+def test_cost_json_on_a_paper_row():
+    path = ROOT / "studies/papers/lw-transformer/table2-transformer.yaml"
+    result = runner.invoke(app, ["cost", str(path), "--json", "--no-memory", "--check"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["params_breakdown"]["encoder"] + data["params_breakdown"]["decoder"] == 44_138_496
+    assert data["madds_breakdown"]["encoder"] + data["madds_breakdown"]["decoder"] == 2_581_536_768
+    assert all(r["matches"] for r in data["reference"])
+
+
+def test_cost_with_memory(tmp_path):
+    path = tmp_path / "small.yaml"
+    path.write_text("family: encoder\nd_model: 32\nheads: 4\nattention: coupled\n")
+    result = runner.invoke(app, ["cost", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["memory_bytes"] > 4 * data["params"]  # at least the fp32 weights
+    assert data["attention_map_bytes"] > 0
+
+
+def test_bad_config_names_knob_value_and_rule(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("family: mcan\nd_modle: 512\nheads: 8\ngroups: 3\ng_mha: true\n")
+    result = runner.invoke(app, ["cost", str(path)])
+    assert result.exit_code == 2
+    assert "d_modle" in result.output and "did you mean `d_model`" in result.output
+    assert "heads" in result.output and "divisible by `groups` (3)" in result.output
+
+
+def test_check_fails_on_a_wrong_reference(tmp_path):
+    path = tmp_path / "wrong.yaml"
+    path.write_text("family: encoder\nreference:\n  table: X\n  params: {total: 1.0M}\n")
+    result = runner.invoke(app, ["cost", str(path), "--no-memory", "--check"])
+    assert result.exit_code == 1
+    assert "mismatch" in result.output

@@ -1,0 +1,1 @@
+"""Sweeps, storage, export and the ``lwnas`` command line."""

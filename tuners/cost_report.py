@@ -1,0 +1,128 @@
+"""``lwnas cost``: evaluate configuration files and render the costs as a table, JSON or Markdown."""
+
+from __future__ import annotations
+
+import enum
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from searchspace.files import ConfigFile, find_config_files, load_config_file
+from trainers import CostReport, cost
+from trainers.reference import Comparison, compare
+
+
+class CostFormat(str, enum.Enum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+
+
+@dataclass
+class CostRow:
+    path: Path
+    file: ConfigFile
+    report: CostReport
+    comparisons: list[Comparison]
+
+
+def cost_rows(paths: list[Path], memory: bool, device: str, progress: Console) -> list[CostRow]:
+    """Load and cost every file (directories expand to their YAML files), with a progress bar."""
+    files = [load_config_file(p) for p in find_config_files(paths)]  # validate all before any work
+    rows = []
+    with Progress(console=progress, transient=True, disable=not progress.is_terminal or len(files) < 2) as bar:
+        task = bar.add_task("costing", total=len(files))
+        for f in files:
+            report = cost(f.config, memory=memory, device=device)
+            rows.append(CostRow(f.path, f, report, compare(f.config, report, f.reference) if f.reference else []))
+            bar.advance(task)
+    return rows
+
+
+def _human(n: int | None, unit: str = "") -> str:
+    if n is None:
+        return "-"
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "K")):
+        if abs(n) >= scale:
+            return f"{n / scale:.3f}{suffix}{unit}"
+    return f"{n}{unit}"
+
+
+def render_cost(rows: list[CostRow], fmt: CostFormat) -> str:
+    if fmt is CostFormat.json:
+        payload = [_row_json(r) for r in rows]
+        return json.dumps(payload[0] if len(payload) == 1 else payload, indent=2) + "\n"
+    if fmt is CostFormat.markdown:
+        return _markdown(rows)
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=160, force_terminal=False)
+    console.print(_row_table(rows[0]) if len(rows) == 1 else _summary_table(rows))
+    return buffer.getvalue()
+
+
+def _row_json(row: CostRow) -> dict:
+    out = {"config": str(row.path), **row.report.to_dict(), "knobs": row.file.config.to_dict()}
+    if row.comparisons:
+        out["reference"] = [{"metric": c.metric, "scope": c.scope, "paper": c.paper.text, "ours": c.ours,
+                             "rel_error": round(c.rel_error, 5), "matches": c.matches, "asserted": c.asserted}
+                            for c in row.comparisons]
+    return out
+
+
+def _row_table(row: CostRow) -> Table:
+    r = row.report
+    table = Table(title=str(row.path), title_justify="left", show_edge=False)
+    table.add_column("section")
+    table.add_column("params", justify="right")
+    table.add_column("MAdds", justify="right")
+    for section in r.params_breakdown:
+        label = "  of which attention" if section == "attention" else section
+        table.add_row(label, f"{r.params_breakdown[section]:,}", f"{r.madds_breakdown.get(section, 0):,}")
+    table.add_row("[b]total[/b]", f"[b]{r.params:,}[/b]", f"[b]{r.madds:,}[/b]", end_section=True)
+    if r.memory_bytes is not None:
+        table.add_row(f"peak memory fwd+bwd, batch 1 ({r.memory_device})", _human(r.memory_bytes, "B"), "")
+    if r.attention_map_bytes is not None:
+        table.add_row("attention maps (naive kernel)", _human(r.attention_map_bytes, "B"), "")
+    for c in row.comparisons:
+        verdict = "ok" if c.matches else ("MISMATCH" if c.asserted else "paper inconsistent")
+        table.add_row(f"paper {c.metric} ({c.scope})", c.paper.text, f"ours {_human(c.ours)} {c.rel_error:+.2%} {verdict}")
+    return table
+
+
+def _verdict(comparisons: list[Comparison]) -> str:
+    if not comparisons:
+        return ""
+    if any(c.asserted and not c.matches for c in comparisons):
+        return "MISMATCH"
+    return "paper inconsistent" if any(not c.matches for c in comparisons) else "reproduced"
+
+
+def _summary_table(rows: list[CostRow]) -> Table:
+    """One line per configuration: the overview for a directory of files."""
+    table = Table(show_edge=False)
+    for name, justify in (("configuration", "left"), ("params", "right"), ("MAdds", "right"),
+                          ("peak memory", "right"), ("paper", "left")):
+        table.add_column(name, justify=justify)
+    for row in rows:
+        r = row.report
+        figures = ", ".join(f"{c.metric}/{c.scope} {c.paper.text}: {c.rel_error:+.2%}" for c in row.comparisons)
+        paper = f"{_verdict(row.comparisons)} ({figures})" if figures else ""
+        table.add_row(str(row.path), _human(r.params), _human(r.madds), _human(r.memory_bytes, "B"), paper)
+    return table
+
+
+def _markdown(rows: list[CostRow]) -> str:
+    lines = ["| configuration | table | row | metric | scope | paper | ours | difference | verdict |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        ref = row.file.reference or {}
+        for c in row.comparisons:
+            verdict = "reproduced" if c.matches else ("**not reproduced**" if c.asserted else "paper inconsistent")
+            lines.append(f"| `{row.path}` | {ref.get('table', '')} | {ref.get('row', '')} | {c.metric} | {c.scope} | "
+                         f"{c.paper.text} | {c.ours:,} | {c.rel_error:+.2%} | {verdict} |")
+    return "\n".join(lines) + "\n"
