@@ -37,7 +37,7 @@ class RadixCodec:
         if words.numel() and (words.min() < 0 or words.max() >= self.num_words):
             raise ValueError(f"word ids must lie in [0, {self.num_words}), got range "
                              f"[{int(words.min())}, {int(words.max())}]")
-        digits = (words.unsqueeze(-1) // self._places) % self.base  # (..., W, D)
+        digits = (words.unsqueeze(-1) // self._places.to(words.device)) % self.base  # (..., W, D)
         return (digits + 1).flatten(-2)
 
     def decode(self, tokens: torch.Tensor) -> torch.Tensor:
@@ -47,7 +47,7 @@ class RadixCodec:
             raise ValueError(f"expected a multiple of {self.digits} tokens per sequence, got {tokens.shape[-1]}")
         groups = tokens.unflatten(-1, (-1, self.digits))  # (..., W, D)
         valid = ((groups >= 1) & (groups <= self.base)).all(-1)
-        words = ((groups - 1).clamp(min=0) * self._places).sum(-1)
+        words = ((groups - 1).clamp(min=0) * self._places.to(groups.device)).sum(-1)
         valid &= words < self.num_words
         return torch.where(valid, words, torch.full_like(words, -1))
 

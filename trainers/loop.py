@@ -1,0 +1,257 @@
+"""The training loop shared by sweeps and full training.
+
+AdamW with warm-up and a choice of schedules (cosine; LW-Transformer's step decay with the
+lr x sqrt(k) option; ORT's Noam), gradient clipping, seeds, CPU thread control, CUDA with bf16
+autocast when present. Validation metrics are reported after every epoch through a callback; any
+failure (non-finite loss, out of memory, divergence) raises ``TrainingError`` with the epoch and
+the reason, so nothing unmeasured is ever reported as a result.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+import torch
+
+from searchspace import ArchConfig, ConfigError, build_model
+from searchspace.errors import did_you_mean
+
+from .cost import cost
+from .tasks import Task, adapt_config, batches, split_size
+
+SCHEDULES = ("cosine", "step", "noam", "constant")
+
+
+class TrainingError(RuntimeError):
+    """A run failed; ``epoch`` (1-based) and ``reason`` say where and why."""
+
+    def __init__(self, epoch: int, reason: str):
+        self.epoch, self.reason = epoch, reason
+        super().__init__(f"training failed in epoch {epoch}: {reason}")
+
+
+class StopTraining(Exception):
+    """Raised by an epoch callback to end training early (e.g. a scheduler stopped the trial)."""
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """Training hyperparameters (the ``training`` section of a configuration file)."""
+
+    epochs: int = 10
+    batch_size: int = 64
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    warmup_epochs: float = 1.0
+    schedule: str = "cosine"
+    lr_sqrt_groups: bool = False  # LW-Transformer §IV-C: base lr x sqrt(k)
+    grad_clip: float = 1.0  # max gradient norm; 0 disables clipping
+    seed: int = 0
+    threads: int | None = None  # CPU threads; None leaves torch's default
+    device: str = "auto"  # auto | cpu | cuda
+    amp: bool = True  # bf16 autocast on CUDA
+    divergence_factor: float = 10.0  # an epoch's train loss above this x the first epoch's is divergence
+
+    def __post_init__(self) -> None:
+        problems = []
+        for name in ("epochs", "batch_size"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                problems.append((name, f"must be an integer >= 1, got {getattr(self, name)!r}"))
+        if not self.lr > 0:
+            problems.append(("lr", f"must be > 0, got {self.lr!r}"))
+        if self.schedule not in SCHEDULES:
+            problems.append(("schedule", f"must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}"
+                                         f"{did_you_mean(str(self.schedule), SCHEDULES)}"))
+        if self.device not in ("auto", "cpu", "cuda"):
+            problems.append(("device", f"must be auto, cpu or cuda, got {self.device!r}"))
+        if self.warmup_epochs < 0 or self.grad_clip < 0 or self.weight_decay < 0:
+            problems.append(("warmup_epochs/grad_clip/weight_decay", "must be >= 0"))
+        if problems:
+            raise ConfigError(problems)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "TrainSettings":
+        data = dict(data or {})
+        names = [f.name for f in fields(cls)]
+        unknown = [(k, f"unknown training setting{did_you_mean(k, names)}") for k in data if k not in names]
+        if unknown:
+            raise ConfigError(unknown)
+        return cls(**data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class TrainResult:
+    config: ArchConfig
+    settings: TrainSettings
+    task: str
+    history: list[dict[str, Any]]
+    val: dict[str, float]
+    test: dict[str, float]
+    params: int
+    madds: int
+    wall_time: float
+    model: torch.nn.Module = field(repr=False)
+
+    def summary(self) -> dict[str, Any]:
+        return {"task": self.task, "params": self.params, "madds": self.madds, "wall_time": round(self.wall_time, 2),
+                "epochs_run": len(self.history), "val": self.val, "test": self.test}
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError([("device", "cuda was asked for but torch sees no CUDA device")])
+    return torch.device(name)
+
+
+def lr_lambda(settings: TrainSettings, steps_per_epoch: int) -> Callable[[int], float]:
+    """Multiplier of the base lr at optimizer step ``step`` (0-based)."""
+    total = settings.epochs * steps_per_epoch
+    warm = max(1, int(settings.warmup_epochs * steps_per_epoch))
+
+    def factor(step: int) -> float:
+        s = step + 1
+        if settings.schedule == "noam":  # Vaswani et al.: rises linearly, then decays as 1/sqrt(step);
+            return min(s / warm, math.sqrt(warm / s))  # normalised so the peak is the base lr
+        if s <= warm:
+            return s / warm
+        if settings.schedule == "cosine":
+            return 0.5 * (1 + math.cos(math.pi * (s - warm) / max(1, total - warm)))
+        if settings.schedule == "step":  # LW-Transformer: x0.2 at epochs 10 and 12 of 13, scaled to any length
+            epoch = step / steps_per_epoch
+            return 0.2 ** ((epoch >= settings.epochs * 10 / 13) + (epoch >= settings.epochs * 12 / 13))
+        return 1.0
+
+    return factor
+
+
+def train(config: ArchConfig, task: Task, settings: TrainSettings | None = None,
+          callback: Callable[[dict[str, Any]], None] | None = None, progress: bool = True,
+          data: dict | None = None) -> TrainResult:
+    """Train ``config`` on ``task``; validation metrics go to ``callback`` after every epoch.
+
+    Args:
+        config: the architecture; the task's input sizes are applied (``adapt_config``).
+        task: a built-in or plugin task.
+        settings: training hyperparameters (defaults if None).
+        callback: called with each epoch's report; may raise ``StopTraining`` to end early.
+        progress: a progress bar on a terminal, one log line per epoch otherwise.
+        data: preloaded ``task.load()`` output (sweeps reuse it across trials).
+
+    Raises:
+        TrainingError: non-finite loss, out of memory or divergence, with the epoch and reason.
+    """
+    settings = settings or TrainSettings()
+    config = adapt_config(config, task)
+    if settings.threads:
+        torch.set_num_threads(settings.threads)
+    torch.manual_seed(settings.seed)
+    device = resolve_device(settings.device)
+    data = data or task.load(seed=settings.seed)
+    static = cost(config, memory=False)
+    model = build_model(config).to(device)
+    lr = settings.lr * (math.sqrt(config.groups) if settings.lr_sqrt_groups else 1.0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=settings.weight_decay)
+    steps = math.ceil(split_size(data["train"]) / settings.batch_size)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(settings, steps))
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda" and settings.amp)
+    shuffle = torch.Generator().manual_seed(settings.seed)
+    history: list[dict[str, Any]] = []
+    start = time.perf_counter()
+    first_loss = None
+    bar = _EpochProgress(enabled=progress, total_steps=steps, task=task.name)
+    try:
+        for epoch in range(1, settings.epochs + 1):
+            t0 = time.perf_counter()
+            model.train()
+            total, seen = 0.0, 0
+            bar.start(epoch, settings.epochs)
+            for batch in batches(data["train"], settings.batch_size, shuffle, device):
+                n = split_size(batch)
+                try:
+                    with autocast:
+                        loss = task.loss(model, batch)
+                    if not torch.isfinite(loss):
+                        raise TrainingError(epoch, f"non-finite loss ({loss.item()}) at step {seen // settings.batch_size + 1}")
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    if settings.grad_clip:
+                        torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
+                    optimizer.step()
+                    scheduler.step()
+                except torch.OutOfMemoryError as exc:
+                    raise TrainingError(epoch, f"out of memory: {str(exc).splitlines()[0]}") from None
+                total += loss.item() * n
+                seen += n
+                bar.step(loss.item())
+            train_loss = total / seen
+            first_loss = first_loss or train_loss
+            if train_loss > settings.divergence_factor * first_loss:
+                raise TrainingError(epoch, f"diverging: train loss {train_loss:.4g} is over "
+                                           f"{settings.divergence_factor:g}x the first epoch's {first_loss:.4g}")
+            model.eval()
+            val = task.evaluate(model, data["val"])
+            elapsed = time.perf_counter() - t0
+            report = {"epoch": epoch, "train_loss": train_loss, **{f"val_{k}": v for k, v in val.items()},
+                      "lr": scheduler.get_last_lr()[0], "epoch_time": elapsed, "samples_per_s": seen / elapsed,
+                      "wall_time": time.perf_counter() - start, "params": static.params, "madds": static.madds}
+            history.append(report)
+            bar.end(report, task.metric)
+            if callback:
+                callback(report)
+    except StopTraining:
+        pass
+    finally:
+        bar.close()
+    if not history:
+        raise TrainingError(1, "stopped before the first epoch finished; nothing was measured")
+    model.eval()
+    test = task.evaluate(model, data["test"])
+    val = {k[4:]: v for k, v in history[-1].items() if k.startswith("val_")}
+    return TrainResult(config, settings, task.name, history, val, test, static.params, static.madds,
+                       time.perf_counter() - start, model)
+
+
+class _EpochProgress:
+    """A rich progress bar on a terminal; a single line per epoch on logs and pipes."""
+
+    def __init__(self, enabled: bool, total_steps: int, task: str):
+        self.tty = enabled and sys.stderr.isatty()
+        self.enabled, self.total, self.task = enabled, total_steps, task
+        self.progress = None
+        if self.tty:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                     TimeRemainingColumn(), TextColumn("loss {task.fields[loss]:.4f}"), transient=True)
+            self.progress.start()
+
+    def start(self, epoch: int, epochs: int) -> None:
+        if self.progress:
+            self.bar = self.progress.add_task(f"{self.task} epoch {epoch}/{epochs}", total=self.total, loss=0.0)
+
+    def step(self, loss: float) -> None:
+        if self.progress:
+            self.progress.update(self.bar, advance=1, loss=loss)
+
+    def end(self, report: dict[str, Any], metric: str) -> None:
+        if self.progress:
+            self.progress.remove_task(self.bar)
+        if self.enabled:
+            line = (f"{self.task} epoch {report['epoch']}: train_loss {report['train_loss']:.4f}  "
+                    f"val_{metric} {report.get('val_' + metric, float('nan')):.4f}  {report['epoch_time']:.1f}s  "
+                    f"{report['samples_per_s']:.0f} samples/s")
+            print(line, file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.progress:
+            self.progress.stop()

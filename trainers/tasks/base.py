@@ -1,0 +1,104 @@
+"""The Task protocol: data, splits, loss and metrics for one model family.
+
+A task is any object with the attributes and methods of ``Task`` below; built-in tasks subclass it,
+and users plug in their own as ``package.module:Class`` (see docs/tasks.md). Data is held as
+tensors: each split is a dict of equally long tensors, and a batch is the same dict sliced.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from searchspace import FAMILY_DEFAULTS, ArchConfig, ConfigError
+
+Split = dict[str, torch.Tensor]
+
+
+class Task:
+    """Base class of tasks. Subclasses set the class attributes and implement the methods."""
+
+    name: str = ""
+    family: str = ""
+    metric: str = ""  # the primary validation metric a sweep optimises
+    direction: str = "maximize"
+
+    def input_sizes(self) -> dict[str, Any]:
+        """Input-size knobs the task's data fixes (grid, vocab_size, ...)."""
+        return {}
+
+    def load(self, seed: int = 0) -> dict[str, Split]:
+        """``{"train": split, "val": split, "test": split}``; deterministic for a seed."""
+        raise NotImplementedError
+
+    def loss(self, model: torch.nn.Module, batch: Split) -> torch.Tensor:
+        raise NotImplementedError
+
+    def evaluate(self, model: torch.nn.Module, data: Split, batch_size: int = 256) -> dict[str, float]:
+        """Metrics on one split (the model is in eval mode, gradients off)."""
+        raise NotImplementedError
+
+
+def batches(data: Split, batch_size: int, generator: torch.Generator | None = None,
+            device: torch.device | str = "cpu") -> Iterator[Split]:
+    """Slices of a split; shuffled when a generator is given."""
+    n = len(next(iter(data.values())))
+    order = torch.randperm(n, generator=generator) if generator is not None else torch.arange(n)
+    for start in range(0, n, batch_size):
+        idx = order[start:start + batch_size]
+        yield {k: v[idx].to(device) for k, v in data.items()}
+
+
+def split_size(data: Split) -> int:
+    return len(next(iter(data.values())))
+
+
+def adapt_config(config: ArchConfig, task: Task) -> ArchConfig:
+    """The configuration with the task's input sizes.
+
+    A size left at its family default is replaced by the task's; a size set to anything else that
+    disagrees with the task is an error, never silently overridden.
+    """
+    if config.family != task.family:
+        raise ConfigError([("family", f"task `{task.name}` trains family `{task.family}`, but the "
+                                      f"configuration is `{config.family}`")])
+    defaults = FAMILY_DEFAULTS[config.family]
+    changes, problems = {}, []
+    for knob, wanted in task.input_sizes().items():
+        have = getattr(config, knob)
+        have_cmp = tuple(have) if isinstance(have, list) else have
+        wanted_cmp = tuple(wanted) if isinstance(wanted, list) else wanted
+        if have_cmp == wanted_cmp:
+            continue
+        if knob in defaults and have_cmp == defaults[knob]:
+            changes[knob] = wanted_cmp
+        else:
+            problems.append((knob, f"is {have!r} but task `{task.name}` needs {wanted!r}"))
+    if problems:
+        raise ConfigError(problems)
+    return config.replace(**changes) if changes else config
+
+
+def resolve_task(name: str, **options: Any) -> Task:
+    """A built-in task by name, or ``package.module:Class`` for a plugin."""
+    from . import BUILTIN_TASKS
+
+    if name in BUILTIN_TASKS:
+        return BUILTIN_TASKS[name](**options)
+    if ":" not in name:
+        from searchspace.errors import did_you_mean
+        raise ValueError(f"unknown task {name!r}{did_you_mean(name, BUILTIN_TASKS)}; built-in tasks are "
+                         f"{', '.join(BUILTIN_TASKS)}, or give a plugin as package.module:Class")
+    module_name, _, attr = name.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"cannot load task plugin {name!r}: {exc}") from None
+    task = cls(**options)
+    missing = [m for m in ("name", "family", "metric", "load", "loss", "evaluate") if not hasattr(task, m)]
+    if missing:
+        raise ValueError(f"task plugin {name!r} lacks {', '.join(missing)} (see docs/tasks.md, the Task protocol)")
+    return task
