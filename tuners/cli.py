@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -73,6 +74,70 @@ def cost(
         err.print(f"[red]mismatch[/red] {path}: {c.metric} {c.scope} paper {c.paper.text}, ours {c.ours:,}")
     if check and failures:
         raise typer.Exit(1)
+
+
+@app.command()
+def train(
+    config: Annotated[Path, typer.Argument(help="Configuration file: knobs, optionally a `training` section.")],
+    task: Annotated[str, typer.Option("--task", "-t", help="Built-in task (digits, shapes-vqa, scene-captions, "
+                                      "scene-retrieval, features) or a plugin as package.module:Class.")],
+    epochs: Annotated[Optional[int], typer.Option(help="Override the number of epochs.")] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory for checkpoint, metrics and config.")
+                   ] = Path("runs/latest"),
+    data: Annotated[Optional[Path], typer.Option(help="Data file for the `features` task (.npz or .npy dir).")
+                    ] = None,
+    lr: Annotated[Optional[float], typer.Option(help="Override the learning rate.")] = None,
+    batch_size: Annotated[Optional[int], typer.Option(help="Override the batch size.")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Override the seed.")] = None,
+    threads: Annotated[Optional[int], typer.Option(help="CPU threads for torch.")] = None,
+    device: Annotated[Optional[str], typer.Option(help="auto, cpu or cuda.")] = None,
+) -> None:
+    """Train a configuration in full (an exported or hand-written one) and write checkpoint.pt,
+    metrics.json and the exact config.yaml used to --out."""
+    from searchspace import ConfigError
+    from searchspace.files import load_config_file
+    from trainers.checkpoint import save_run
+    from trainers.loop import TrainingError, TrainSettings
+    from trainers.loop import train as run_training
+    from trainers.tasks import resolve_task
+
+    try:
+        f = load_config_file(config)
+        overrides = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, seed=seed,
+                                            threads=threads, device=device).items() if v is not None}
+        settings = TrainSettings.from_dict({**(f.metadata.get("training") or {}), **overrides})
+        task_options = {"path": str(data)} if data else {}
+        the_task = resolve_task(task, **task_options)
+        result = run_training(f.config, the_task, settings)
+    except ConfigError as exc:
+        for knob, message in exc.problems:
+            err.print(f"[red]error[/red] {knob}: {message}", highlight=False)
+        raise typer.Exit(2) from None
+    except (ValueError, TrainingError) as exc:
+        err.print(f"[red]error[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    provenance = f.metadata.get("provenance")
+    save_run(result, out, task_options, provenance)
+    summary = ", ".join(f"{k} {v:.4f}" for k, v in result.test.items())
+    err.print(f"trained {result.task} in {result.wall_time:.1f}s: test {summary}; params {result.params:,}")
+    err.print(f"wrote {out}/checkpoint.pt, metrics.json, config.yaml; re-evaluate with: lwnas evaluate "
+              f"{out}/checkpoint.pt")
+    sys.stdout.write(json.dumps(result.summary(), indent=2) + "\n")
+
+
+@app.command()
+def evaluate(
+    checkpoint: Annotated[Path, typer.Argument(help="checkpoint.pt written by `lwnas train`.")],
+    split: Annotated[str, typer.Option(help="train, val or test.")] = "test",
+    device: Annotated[str, typer.Option(help="auto, cpu or cuda.")] = "auto",
+) -> None:
+    """Re-compute a trained checkpoint's metrics on a split (prints JSON)."""
+    from trainers.checkpoint import evaluate_checkpoint
+
+    if not checkpoint.exists():
+        err.print(f"[red]error[/red] no such checkpoint: {checkpoint}")
+        raise typer.Exit(2)
+    sys.stdout.write(json.dumps(evaluate_checkpoint(checkpoint, split, device), indent=2) + "\n")
 
 
 if __name__ == "__main__":  # pragma: no cover
