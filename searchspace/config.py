@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from .errors import ConfigError, did_you_mean
+from .radix import digits_for
 from .sharing import format_pattern, parse_pattern
 
 FAMILIES = ("encoder", "mcan", "ort", "retrieval")
@@ -148,7 +149,7 @@ class ArchConfig:
         """Digits per word when radix encoding is on (ACORT Eq. 1): ceil(log_v(vocab))."""
         if self.radix_base is None:
             return None
-        return _digits_for(self.vocab_size, self.radix_base)
+        return digits_for(self.vocab_size, self.radix_base)
 
     # ---- (de)serialisation -------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -181,13 +182,6 @@ class ArchConfig:
 
 def knob_names() -> tuple[str, ...]:
     return tuple(f.name for f in fields(ArchConfig))
-
-
-def _digits_for(vocab: int, base: int) -> int:
-    digits = 1
-    while base**digits < vocab:
-        digits += 1
-    return digits
 
 
 # ---- validation ---------------------------------------------------------------------------------

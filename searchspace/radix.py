@@ -12,6 +12,14 @@ import torch
 PAD = 0
 
 
+def digits_for(num_words: int, base: int) -> int:
+    """Digits per word: the smallest D with base**D >= num_words (ACORT Eq. 1)."""
+    digits = 1
+    while base**digits < num_words:
+        digits += 1
+    return digits
+
+
 class RadixCodec:
     """Reversible word-id <-> digit-token codec for a vocabulary of ``num_words`` words."""
 
@@ -22,10 +30,7 @@ class RadixCodec:
             raise ValueError(f"`num_words` must be >= 1, got {num_words}")
         self.base = base
         self.num_words = num_words
-        digits = 1
-        while base**digits < num_words:
-            digits += 1
-        self.digits = digits
+        self.digits = digits = digits_for(num_words, base)
         self.bos = base + 1
         self.eos = base + 2
         self.vocab_size = base + 3
