@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from .cost_report import CostFormat, cost_rows, render_cost
 
@@ -21,6 +22,13 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 err = Console(stderr=True)
+
+
+def _exit_on_config_error(exc: Exception) -> None:
+    """Print every problem of a ConfigError (knob: message) and exit with status 2."""
+    for knob, message in exc.problems:
+        err.print(f"[red]error[/red] {escape(knob)}: {escape(message)}", highlight=False)
+    raise typer.Exit(2) from None
 
 
 @app.callback()
@@ -58,9 +66,7 @@ def cost(
     try:
         rows = cost_rows(paths, memory=memory, device=device, progress=err)
     except ConfigError as exc:
-        for knob, message in exc.problems:
-            err.print(f"[red]error[/red] {knob}: {message}", highlight=False)
-        raise typer.Exit(2) from None
+        _exit_on_config_error(exc)
     text = render_cost(rows, fmt)
     if output:
         output.write_text(text)
@@ -71,7 +77,8 @@ def cost(
         sys.stdout.write(text)
     failures = [(row.path, c) for row in rows for c in row.comparisons if c.asserted and not c.matches]
     for path, c in failures:
-        err.print(f"[red]mismatch[/red] {path}: {c.metric} {c.scope} paper {c.paper.text}, ours {c.ours:,}")
+        err.print(f"[red]mismatch[/red] {escape(str(path))}: {c.metric} {c.scope} paper {c.paper.text}, "
+                  f"ours {c.ours:,}")
     if check and failures:
         raise typer.Exit(1)
 
@@ -110,11 +117,9 @@ def train(
         the_task = resolve_task(task, **task_options)
         result = run_training(f.config, the_task, settings)
     except ConfigError as exc:
-        for knob, message in exc.problems:
-            err.print(f"[red]error[/red] {knob}: {message}", highlight=False)
-        raise typer.Exit(2) from None
+        _exit_on_config_error(exc)
     except (ValueError, TrainingError) as exc:
-        err.print(f"[red]error[/red] {exc}", highlight=False)
+        err.print(f"[red]error[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
     provenance = f.metadata.get("provenance")
     save_run(result, out, task_options, provenance)
