@@ -98,6 +98,7 @@ def attention_map_bytes(model: nn.Module, inputs: tuple[torch.Tensor, ...]) -> i
 def peak_memory(model: nn.Module, inputs: tuple[torch.Tensor, ...]) -> tuple[int, str]:
     """Peak bytes of one forward + backward pass (parameters, gradients, activations, temporaries)."""
     device = next(model.parameters()).device
+    model.zero_grad(set_to_none=True)  # gradients left by an earlier pass would count as live memory
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
@@ -116,8 +117,8 @@ def _global_peak_tracker():
     """torch's MemTracker, keeping only the global peak.
 
     Stock MemTracker also refreshes every module's local peak after every op, which costs
-    O(ops x modules) and made the 44M-parameter MCAN take 2.6 s instead of 0.5 s; we only
-    report the global peak, so that update is skipped (the private names are MemTracker's own).
+    O(ops x modules) (about 5x slower on the MCAN baseline, bench/cost_speed.py); we only report
+    the global peak, so that update is skipped (the private names are MemTracker's own).
     """
     from torch.distributed._tools.mem_tracker import MemTracker
 
