@@ -69,9 +69,11 @@ class SketchPool(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         b, t, _ = x.shape
-        valid = _valid(x, mask)
-        coded = self.coder(x[valid])  # (M, N*K) for the M real tokens of the batch
-        per_token = x.new_zeros(b, t, self.out_dim).masked_scatter(valid.unsqueeze(-1), coded)
+        if mask is None:  # every token is real: no gather/scatter needed
+            per_token = self.coder(x.reshape(b * t, -1)).view(b, t, self.out_dim)
+        else:
+            coded = self.coder(x[mask])  # (M, N*K) for the M real tokens of the batch
+            per_token = x.new_zeros(b, t, self.out_dim).masked_scatter(mask.unsqueeze(-1), coded)
         summed = per_token.sum(1).view(b, self.coder.n, self.coder.k)  # (B, N, K)
         return F.normalize(summed, dim=-1).view(b, self.out_dim)
 
