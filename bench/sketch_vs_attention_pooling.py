@@ -63,7 +63,6 @@ def slope(xs: list[float], ys: list[float]) -> float | None:
     return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / sum((a - mx) ** 2 for a in lx)
 
 
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     parser.add_argument("--tokens", default="64,256,1024,4096", help="comma-separated token counts (4x steps)")

@@ -13,7 +13,7 @@ from searchspace.radix import RadixCodec
 
 from ..metrics import corpus_bleu
 from . import scenes
-from .base import Split, Task, batches
+from .base import batches
 
 BOS, EOS = 1, 2  # word-level specials (scenes.SPECIALS)
 
@@ -54,19 +54,9 @@ def greedy_decode(model, regions: torch.Tensor, boxes: torch.Tensor, max_len: in
     return tokens[:, 1:]
 
 
-class SceneCaptions(Task):
+class SceneCaptions(scenes.SceneTask):
     name, family, metric = "scene-captions", "ort", "bleu4"
-
-    def __init__(self, train_size: int = scenes.SPLIT_SIZES["train"]):
-        self.sizes = dict(scenes.SPLIT_SIZES, train=train_size)
-
-    def input_sizes(self):
-        # caption_tokens counts the words plus EOS
-        return {"image_regions": scenes.REGIONS, "region_features": scenes.REGION_FEATURES,
-                "caption_tokens": scenes.CAPTION_WORDS + 1, "vocab_size": scenes.VOCAB}
-
-    def load(self, seed: int = 0) -> dict[str, Split]:
-        return scenes.load_scenes(self.sizes)
+    caption_tokens = scenes.CAPTION_WORDS + 1  # the words plus EOS
 
     def loss(self, model, batch):
         seq = _targets(model, batch["captions"])

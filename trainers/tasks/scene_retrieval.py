@@ -10,21 +10,11 @@ import torch.nn.functional as F
 
 from ..metrics import retrieval_metrics
 from . import scenes
-from .base import Split, Task, batches
+from .base import batches
 
 
-class SceneRetrieval(Task):
+class SceneRetrieval(scenes.SceneTask):
     name, family, metric = "scene-retrieval", "retrieval", "mrr"
-
-    def __init__(self, train_size: int = scenes.SPLIT_SIZES["train"]):
-        self.sizes = dict(scenes.SPLIT_SIZES, train=train_size)
-
-    def input_sizes(self):
-        return {"image_regions": scenes.REGIONS, "region_features": scenes.REGION_FEATURES,
-                "caption_tokens": scenes.CAPTION_WORDS, "vocab_size": scenes.VOCAB}
-
-    def load(self, seed: int = 0) -> dict[str, Split]:
-        return scenes.load_scenes(self.sizes)
 
     def loss(self, model, batch):
         scores = model(batch["regions"], batch["captions"])  # (B, B), matches on the diagonal

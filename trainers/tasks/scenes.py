@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .base import Split, Task
 from .cache import cached
 
 NOUNS, ADJECTIVES = 3000, 1000
@@ -70,6 +71,19 @@ def generate(n: int, seed: int) -> dict[str, torch.Tensor]:
             "captions": torch.from_numpy(captions.astype(np.int64))}
 
 
-def load_scenes(sizes: dict[str, int]) -> dict[str, dict[str, torch.Tensor]]:
-    return {split: cached(f"scenes-v1-{split}-{n}", lambda n=n, s=i: generate(n, 2000 + s))
-            for i, (split, n) in enumerate(sizes.items())}
+class SceneTask(Task):
+    """Base of the tasks over these scenes: the same cached splits, a configurable train size."""
+
+    caption_tokens = CAPTION_WORDS  # words the model reads or writes per caption
+
+    def __init__(self, train_size: int = SPLIT_SIZES["train"]):
+        self.sizes = dict(SPLIT_SIZES, train=train_size)
+
+    def input_sizes(self):
+        return {"image_regions": REGIONS, "region_features": REGION_FEATURES,
+                "caption_tokens": self.caption_tokens, "vocab_size": VOCAB}
+
+    def load(self, seed: int = 0) -> dict[str, Split]:
+        # Fixed data whatever the training seed; each split from its own generator seed.
+        return {split: cached(f"scenes-v1-{split}-{n}", lambda n=n, s=i: generate(n, 2000 + s))
+                for i, (split, n) in enumerate(self.sizes.items())}
