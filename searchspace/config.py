@@ -103,7 +103,7 @@ class ArchConfig:
         self._normalise()
         problems = _rule_problems(self)
         if problems:
-            raise ConfigError(problems)
+            raise ConfigError([(knob, message) for _, knob, message in problems])
 
     def _normalise(self) -> None:
         """Parse patterns and fill family defaults (frozen, so via object.__setattr__)."""
@@ -238,38 +238,88 @@ def _type_problems(cfg: ArchConfig) -> list[tuple[str, str]]:
     return problems
 
 
-def _rule_problems(cfg: ArchConfig) -> list[tuple[str, str]]:
-    """Rules between knobs (divisibility, dependencies, pattern lengths)."""
-    p: list[tuple[str, str]] = []
+_STACK_SHARING = ("attention_sharing", "encoder_attention_sharing", "decoder_attention_sharing")
+_DEPTHS = ("layers", "encoder_layers", "decoder_layers")
+_PATTERNS = ("layer_sharing", "encoder_layer_sharing", "decoder_layer_sharing")
+_SKETCH = ("sketch_n", "sketch_k", "sketch_d")
+
+# Every rule between knobs, with the knobs its outcome depends on. The search space uses this to
+# check a study's discrete part rule by rule (searchspace/space.py); a rule must read no other knob.
+RULES: dict[str, frozenset[str]] = {
+    "heads_divide_d_model": frozenset({"d_model", "heads"}),
+    "groups_need_grouping": frozenset({"groups", "g_mha", "g_ffn"}),
+    "grouping_needs_groups": frozenset({"groups", "g_mha", "g_ffn"}),
+    "groups_divide_heads": frozenset({"heads", "groups", "g_mha"}),
+    "groups_divide_d_model": frozenset({"d_model", "groups", "g_mha", "g_ffn"}),
+    "groups_divide_d_ff": frozenset({"d_ff", "d_model", "groups", "g_ffn"}),
+    "weight_sharing_needs_grouping": frozenset({"weight_sharing", "g_mha", "g_ffn"}),
+    "qk_expansion_needs_g_mha": frozenset({"qk_expansion", "g_mha"}),
+    "g_lml_needs_g_mha": frozenset({"g_lml", "g_mha"}),
+    "g_il_needs_g_ffn": frozenset({"g_il", "g_ffn"}),
+    "kv_needs_no_expansion": frozenset({*_STACK_SHARING, "qk_expansion"}),
+    "pattern_length": frozenset({*_DEPTHS, *_PATTERNS}),
+    "radix_base_min": frozenset({"radix_base"}),
+    "coupled_needs_grid": frozenset({"attention", "family"}),
+    "sketch_needs_sketch_pooling": frozenset({"pooling", *_SKETCH}),
+}
+
+
+def _unchecked(values: dict[str, Any]) -> ArchConfig:
+    cfg = object.__new__(ArchConfig)
+    for f in fields(ArchConfig):
+        object.__setattr__(cfg, f.name, values.get(f.name, f.default))
+    return cfg
+
+
+def type_problems(values: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(knob, message)`` for every knob of ``values`` with a wrong type or value, without raising."""
+    return _type_problems(_unchecked(values))
+
+
+def rule_violations(values: dict[str, Any]) -> list[tuple[str, str, str]] | None:
+    """``(rule, knob, message)`` for every broken rule of a would-be configuration, without raising.
+
+    Returns None when the values fail the type checks (rules assume the right types).
+    """
+    cfg = _unchecked(values)
+    if _type_problems(cfg):
+        return None
+    cfg._normalise()
+    return _rule_problems(cfg)
+
+
+def _rule_problems(cfg: ArchConfig) -> list[tuple[str, str, str]]:
+    """Rules between knobs (divisibility, dependencies, pattern lengths), as (rule, knob, message)."""
+    p: list[tuple[str, str, str]] = []
     d, h, k, ff = cfg.d_model, cfg.heads, cfg.groups, cfg.ffn_dim
     if d % h:
-        p.append(("d_model", f"{d} must be divisible by `heads` ({h})"))
+        p.append(("heads_divide_d_model", "d_model", f"{d} must be divisible by `heads` ({h})"))
     # LW-Transformer §III-B: k groups, each running h/k heads on d/k features.
     if k > 1 and not (cfg.g_mha or cfg.g_ffn):
-        p.append(("groups", f"{k} has no effect without `g_mha` or `g_ffn`; set one or use groups: 1"))
+        p.append(("groups_need_grouping", "groups", f"{k} has no effect without `g_mha` or `g_ffn`; set one or use groups: 1"))
     for knob in ("g_mha", "g_ffn"):
         if getattr(cfg, knob) and k < 2:
-            p.append((knob, f"needs `groups` >= 2, got groups={k}"))
+            p.append(("grouping_needs_groups", knob, f"needs `groups` >= 2, got groups={k}"))
     if cfg.g_mha and k > 1:
         if h % k:
-            p.append(("heads", f"{h} must be divisible by `groups` ({k}): G-MHA runs heads/groups heads per group"))
+            p.append(("groups_divide_heads", "heads", f"{h} must be divisible by `groups` ({k}): G-MHA runs heads/groups heads per group"))
     if (cfg.g_mha or cfg.g_ffn) and k > 1 and d % k:
-        p.append(("d_model", f"{d} must be divisible by `groups` ({k})"))
+        p.append(("groups_divide_d_model", "d_model", f"{d} must be divisible by `groups` ({k})"))
     if cfg.g_ffn and k > 1 and ff % k:
-        p.append(("d_ff", f"{ff} must be divisible by `groups` ({k}) for G-FFN"))
+        p.append(("groups_divide_d_ff", "d_ff", f"{ff} must be divisible by `groups` ({k}) for G-FFN"))
     if cfg.weight_sharing and not (cfg.g_mha or cfg.g_ffn):
-        p.append(("weight_sharing", "shares group weights, so it needs `g_mha` or `g_ffn`"))
+        p.append(("weight_sharing_needs_grouping", "weight_sharing", "shares group weights, so it needs `g_mha` or `g_ffn`"))
     if cfg.qk_expansion > 1 and not cfg.g_mha:
-        p.append(("qk_expansion", f"{cfg.qk_expansion} widens G-MHA's Q and K, so it needs `g_mha: true`"))
+        p.append(("qk_expansion_needs_g_mha", "qk_expansion", f"{cfg.qk_expansion} widens G-MHA's Q and K, so it needs `g_mha: true`"))
     if cfg.g_lml and not cfg.g_mha:
-        p.append(("g_lml", "groups G-MHA's merge layer, so it needs `g_mha: true`"))
+        p.append(("g_lml_needs_g_mha", "g_lml", "groups G-MHA's merge layer, so it needs `g_mha: true`"))
     if cfg.g_il and not cfg.g_ffn:
-        p.append(("g_il", "groups G-FFN's first layer, so it needs `g_ffn: true`"))
+        p.append(("g_il_needs_g_ffn", "g_il", "groups G-FFN's first layer, so it needs `g_ffn: true`"))
     # ACORT attention sharing: kv feeds the projected key in as the value, so widths must match.
     for stack in cfg.depths:
         if cfg.attention_sharing_of(stack) == "kv" and cfg.qk_expansion > 1:
             knob = f"{stack}_attention_sharing" if getattr(cfg, f"{stack}_attention_sharing", None) else "attention_sharing"
-            p.append((knob, f"`kv` reuses the key as the value, which needs qk_expansion 1 (got {cfg.qk_expansion})"))
+            p.append(("kv_needs_no_expansion", knob, f"`kv` reuses the key as the value, which needs qk_expansion 1 (got {cfg.qk_expansion})"))
     # ACORT cross-layer sharing: one index per layer of the stack.
     for stack, depth in cfg.depths.items():
         override = f"{stack}_layer_sharing"
@@ -277,16 +327,16 @@ def _rule_problems(cfg: ArchConfig) -> list[tuple[str, str]]:
         pattern = cfg.sharing_pattern(stack)
         if len(pattern) != depth:
             depth_knob = f"{stack}_layers" if cfg.family in ("mcan", "ort") else "layers"
-            p.append((knob, f"{format_pattern(pattern)} has {len(pattern)} entries but the {stack} has "
+            p.append(("pattern_length", knob, f"{format_pattern(pattern)} has {len(pattern)} entries but the {stack} has "
                             f"{depth} layers (`{depth_knob}`)"))
     if cfg.radix_base is not None and cfg.radix_base < 2:
-        p.append(("radix_base", f"must be >= 2, got {cfg.radix_base}"))
+        p.append(("radix_base_min", "radix_base", f"must be >= 2, got {cfg.radix_base}"))
     if cfg.attention == "coupled":
         if cfg.family != "encoder":
-            p.append(("attention", "`coupled` needs a 2-D token grid, which only family `encoder` has"))
+            p.append(("coupled_needs_grid", "attention", "`coupled` needs a 2-D token grid, which only family `encoder` has"))
     if cfg.pooling != "sketch":
         for name in ("sketch_n", "sketch_k", "sketch_d"):
             if getattr(cfg, name) is not None:
-                p.append((name, f"is set to {getattr(cfg, name)} but only applies with `pooling: sketch` "
+                p.append(("sketch_needs_sketch_pooling", name, f"is set to {getattr(cfg, name)} but only applies with `pooling: sketch` "
                                 f"(pooling is {cfg.pooling!r})"))
     return p

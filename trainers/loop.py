@@ -20,11 +20,11 @@ import torch
 
 from searchspace import ArchConfig, ConfigError, build_model
 from searchspace.errors import did_you_mean
+from searchspace.training import SCHEDULES
 
 from .cost import cost
 from .tasks import Task, adapt_config, batches, split_size
 
-SCHEDULES = ("cosine", "step", "noam", "constant")
 
 
 class TrainingError(RuntimeError):

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from .cost_report import CostFormat, cost_rows, render_cost
+from .space_cli import space_app
 
 app = typer.Typer(
     name="lwnas",
@@ -21,6 +22,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.add_typer(space_app, name="space")
 err = Console(stderr=True)
 
 

@@ -25,6 +25,8 @@ class Task:
     family: str = ""
     metric: str = ""  # the primary validation metric a sweep optimises
     direction: str = "maximize"
+    # every metric ``evaluate`` returns that a study may optimise, with its direction
+    metrics: dict[str, str] = {}
 
     def input_sizes(self) -> dict[str, Any]:
         """Input-size knobs the task's data fixes (grid, vocab_size, ...)."""

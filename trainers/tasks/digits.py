@@ -27,6 +27,7 @@ def _stratified_split(labels: np.ndarray, seed: int, fractions=(0.6, 0.2, 0.2)) 
 
 class Digits(Task):
     name, family, metric = "digits", "encoder", "accuracy"
+    metrics = {"accuracy": "maximize", "loss": "minimize"}
 
     def input_sizes(self):
         return {"grid": (4, 4), "patch_features": 4, "num_classes": 10}

@@ -41,6 +41,7 @@ def _read(path: Path) -> dict[str, np.ndarray]:
 
 class Features(Task):
     name, metric = "features", "accuracy"
+    metrics = {"accuracy": "maximize", "loss": "minimize"}
 
     def __init__(self, path: str | Path | None = None):
         if path is None:

@@ -56,6 +56,7 @@ def greedy_decode(model, regions: torch.Tensor, boxes: torch.Tensor, max_len: in
 
 class SceneCaptions(scenes.SceneTask):
     name, family, metric = "scene-captions", "ort", "bleu4"
+    metrics = {"bleu4": "maximize", "exact_match": "maximize", "loss": "minimize"}
     caption_tokens = scenes.CAPTION_WORDS + 1  # the words plus EOS
 
     def loss(self, model, batch):

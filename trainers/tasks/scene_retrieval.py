@@ -15,6 +15,8 @@ from .base import batches
 
 class SceneRetrieval(scenes.SceneTask):
     name, family, metric = "scene-retrieval", "retrieval", "mrr"
+    metrics = {"mrr": "maximize", "rsum": "maximize",
+               **{f"{d}_{m}": "maximize" for d in ("i2t", "t2i") for m in ("r@1", "r@5", "r@10", "mrr")}}
 
     def loss(self, model, batch):
         scores = model(batch["regions"], batch["captions"])  # (B, B), matches on the diagonal

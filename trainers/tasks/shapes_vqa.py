@@ -77,6 +77,8 @@ def generate(n: int, seed: int) -> dict[str, torch.Tensor]:
 
 class ShapesVQA(Task):
     name, family, metric = "shapes-vqa", "mcan", "accuracy"
+    metrics = {"accuracy": "maximize", "loss": "minimize", "accuracy_relational": "maximize",
+               "accuracy_non_relational": "maximize"}
 
     def __init__(self, train_size: int = SPLIT_SIZES["train"]):
         self.sizes = dict(SPLIT_SIZES, train=train_size)

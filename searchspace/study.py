@@ -1,0 +1,385 @@
+"""Study files: task, objectives, constraints, budget, tuner settings and search space in one YAML.
+
+``load_study`` reads a file safely, checks every part and reports every problem at once, each
+with its file, line and the rule broken (``StudyError``). docs/studies.md documents the language.
+Checks that need a task or the cost model (the objective's metric, constraints no point can meet)
+live with those, in ``tuners.study_check``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .config import FAMILIES
+from .errors import ConfigError, did_you_mean
+from .space import SearchSpace, SpaceError
+from .training import TRAINING_KNOBS
+from .yamlsource import YamlProblem, line_of, load_located, loads_located
+
+COST_METRICS = ("params", "madds", "memory")
+DIRECTIONS = ("maximize", "minimize")
+SAMPLERS = ("nsga2", "tpe", "gp", "random", "nni-tpe", "nni-evolution")
+SCHEDULERS = ("none", "mo-asha")
+TOP_KEYS = ("name", "description", "task", "task_options", "family", "objectives", "constraints", "budget",
+            "tuner", "seed_configs", "training", "space")
+FIXED_TRAINING_KEYS = (*TRAINING_KNOBS, "threads", "device", "amp", "divergence_factor")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+FamilyOf = Callable[[str], "str | None"]
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+
+
+@dataclass(frozen=True)
+class Objective:
+    metric: str
+    direction: str  # maximize | minimize
+
+    @property
+    def is_cost(self) -> bool:
+        return self.metric in COST_METRICS
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """Bounds on a static cost (``params``, ``madds`` or ``memory`` in bytes), checked before training."""
+
+    metric: str
+    min: float | None = None
+    max: float | None = None
+
+    def violation(self, value: float) -> float:
+        """How far ``value`` is outside the bounds (<= 0 when it is inside): Optuna's constraint form."""
+        over = value - self.max if self.max is not None else float("-inf")
+        under = self.min - value if self.min is not None else float("-inf")
+        return max(over, under)
+
+    def describe(self) -> str:
+        parts = ([f">= {self.min:g}"] if self.min is not None else []) + ([f"<= {self.max:g}"] if self.max is not None else [])
+        return f"{self.metric} {' and '.join(parts)}"
+
+
+@dataclass(frozen=True)
+class Budget:
+    trials: int = 20
+    epochs: int = 3  # training epochs per trial (the full budget; schedulers may stop earlier)
+    time_s: float | None = None  # wall-clock limit of the whole sweep
+
+
+@dataclass(frozen=True)
+class TunerSettings:
+    sampler: str = "nsga2"
+    scheduler: str = "none"
+    max_concurrent: int = 2
+    seed: int = 0
+    cpus_per_trial: float = 1.0
+    gpus_per_trial: float = 0.0
+    max_failures: int = 1  # retries of a trial that failed for a transient reason
+    population_size: int | None = None  # nsga2 / nni-evolution; None: the sampler's default
+    grace_epochs: int = 1  # mo-asha: epochs before the first promotion decision
+    reduction_factor: int = 3  # mo-asha: keep 1 in reduction_factor at each rung
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    task: str
+    family: str
+    objectives: tuple[Objective, ...]
+    space: SearchSpace
+    constraints: tuple[Constraint, ...] = ()
+    budget: Budget = Budget()
+    tuner: TunerSettings = TunerSettings()
+    training: dict[str, Any] = field(default_factory=dict)  # fixed training settings
+    seed_configs: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> params
+    task_options: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+    path: Path | None = None
+    lines: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def where(self, path: tuple) -> str:
+        """``file:line: dotted.path`` for messages about this study."""
+        return _location(self.path, self.lines, path)
+
+
+class StudyError(ConfigError):
+    """Every problem of a study file; each is (``file:line: path``, message)."""
+
+
+def load_study(path: str | Path, task_family: FamilyOf | None = None, check_space: bool = True) -> Study:
+    """Read and check a study file; raises StudyError with every problem found.
+
+    Args:
+        path: the YAML file.
+        task_family: maps a task name to its model family, so a study may leave `family` out
+            (``tuners`` passes one that knows the built-in tasks and plugins).
+        check_space: check the space's discrete part rule by rule (see ``space_check``).
+    """
+    path = Path(path)
+    try:
+        data, lines = load_located(path)
+    except FileNotFoundError:
+        raise StudyError([(str(path), "no such file")]) from None
+    except YamlProblem as exc:
+        raise StudyError([(f"{path}:{exc.line}" if exc.line else str(path), exc.message)]) from None
+    return study_from_dict(data, path, lines, task_family, check_space)
+
+
+def loads_study(text: str, name: str = "<study>", task_family: FamilyOf | None = None) -> Study:
+    """Parse a study from YAML text (tests, the dashboard)."""
+    try:
+        data, lines = loads_located(text)
+    except YamlProblem as exc:
+        raise StudyError([(f"{name}:{exc.line}", exc.message)]) from None
+    return study_from_dict(data, Path(name), lines, task_family)
+
+
+def study_from_dict(data: Any, path: Path | None = None, lines: dict | None = None,
+                    task_family: FamilyOf | None = None, check_space: bool = True) -> Study:
+    lines = lines or {}
+    problems: list[tuple[tuple, str]] = []
+    if not isinstance(data, Mapping):
+        raise StudyError([(_location(path, lines, ()), f"a study is a mapping with `task` and `space`, got "
+                                                        f"{type(data).__name__}")])
+    for key in data:
+        if key not in TOP_KEYS:
+            problems.append(((key,), f"unknown key{did_you_mean(str(key), TOP_KEYS)}"))
+    for key in ("task", "objectives", "space"):
+        if key not in data:
+            problems.append(((), f"`{key}` is missing"))
+    name = data.get("name", path.stem if path else "study")
+    if not isinstance(name, str) or not _NAME.match(name):
+        problems.append((("name",), f"must be letters, digits, `-`, `_` or `.`, got {name!r}"))
+    task = data.get("task", "")
+    if not isinstance(task, str) or not task:
+        problems.append((("task",), f"must be a built-in task name or `package.module:Class`, got {task!r}"))
+    family = _family(data, task_family, problems)
+    objectives = _objectives(data.get("objectives", []), problems)
+    constraints = _constraints(data.get("constraints") or {}, problems)
+    budget = _budget(data.get("budget") or {}, problems)
+    tuner = _tuner(data.get("tuner") or {}, problems)
+    training = _training(data.get("training") or {}, data.get("space") or {}, problems)
+    task_options = data.get("task_options") or {}
+    if not isinstance(task_options, Mapping):
+        problems.append((("task_options",), "must be a mapping of keyword arguments for the task"))
+    space = None
+    if family is not None and "space" in data:
+        try:
+            space = SearchSpace.from_dict(data["space"], family, check=check_space)
+        except SpaceError as exc:
+            problems.extend(exc.problems)
+    seeds = _seed_configs(data.get("seed_configs") or {}, space, problems)
+    if problems:
+        raise StudyError([(_location(path, lines, p), m) for p, m in problems])
+    return Study(name=name, task=task, family=family, objectives=objectives, space=space, constraints=constraints,
+                 budget=budget, tuner=tuner, training=dict(training), seed_configs=seeds,
+                 task_options=dict(task_options), description=str(data.get("description", "")), path=path,
+                 lines=lines)
+
+
+def _location(path: Path | None, lines: dict, where: tuple) -> str:
+    line = line_of(lines, where)
+    head = f"{path}:{line}" if path and line else str(path or "<study>")
+    return f"{head}: {'.'.join(map(str, where))}" if where else head
+
+
+# ---- sections -------------------------------------------------------------------------------------
+def _family(data: Mapping, task_family: FamilyOf | None, problems: list) -> str | None:
+    family = data.get("family")
+    if family is None:
+        task = data.get("task")
+        from_task = task_family(task) if task_family and isinstance(task, str) and task else None
+        if from_task is None:
+            problems.append((("family",), f"is needed for task {task!r}: give one of {', '.join(FAMILIES)}"))
+        return from_task
+    if family not in FAMILIES:
+        problems.append((("family",), f"must be one of {', '.join(FAMILIES)}, got {family!r}"
+                                      f"{did_you_mean(str(family), FAMILIES)}"))
+        return None
+    return family
+
+
+def _objectives(raw: Any, problems: list) -> tuple[Objective, ...]:
+    if isinstance(raw, Mapping):
+        items = [{"metric": k, "direction": v} for k, v in raw.items()]
+    elif isinstance(raw, list):
+        items = [{"metric": r} if isinstance(r, str) else r for r in raw]
+    else:
+        problems.append((("objectives",), f"must be a list like [accuracy, params] or a mapping like "
+                                          f"{{accuracy: maximize}}, got {raw!r}"))
+        return ()
+    if not items:
+        problems.append((("objectives",), "needs at least one objective"))
+    out: list[Objective] = []
+    for i, item in enumerate(items):
+        where = ("objectives", item.get("metric", i) if isinstance(raw, Mapping) and isinstance(item, Mapping) else i)
+        if not isinstance(item, Mapping) or not isinstance(item.get("metric"), str):
+            problems.append((where, f"an objective is a metric name or {{metric: NAME, direction: maximize|minimize}}, "
+                                    f"got {item!r}"))
+            continue
+        extra = [k for k in item if k not in ("metric", "direction")]
+        for key in extra:
+            problems.append(((*where, key), f"unknown key{did_you_mean(str(key), ('metric', 'direction'))}"))
+        metric = item["metric"]
+        default = "minimize" if metric in COST_METRICS else "maximize"
+        direction = item.get("direction") or default
+        if direction not in DIRECTIONS:
+            problems.append((where, f"direction must be maximize or minimize, got {direction!r}"))
+        elif metric in COST_METRICS and direction != "minimize":
+            problems.append((where, f"`{metric}` is a cost: it can only be minimised"))
+        if any(o.metric == metric for o in out):
+            problems.append((where, f"`{metric}` is listed twice"))
+        out.append(Objective(metric, direction))
+    return tuple(out)
+
+
+def _constraints(raw: Any, problems: list) -> tuple[Constraint, ...]:
+    if not isinstance(raw, Mapping):
+        problems.append((("constraints",), f"must map a cost to bounds, e.g. {{params: {{max: 5.0e6}}}}, got {raw!r}"))
+        return ()
+    out = []
+    for metric, bounds in raw.items():
+        where = ("constraints", metric)
+        if metric not in COST_METRICS:
+            problems.append((where, f"constraints bound static costs: {', '.join(COST_METRICS)}"
+                                    f"{did_you_mean(str(metric), COST_METRICS)}"))
+            continue
+        if _is_number(bounds):
+            bounds = {"max": bounds}
+        if not isinstance(bounds, Mapping) or not bounds or any(k not in ("min", "max") for k in bounds):
+            problems.append((where, f"bounds are {{max: N}} and/or {{min: N}}, got {bounds!r}"))
+            continue
+        low, high = bounds.get("min"), bounds.get("max")
+        if any(v is not None and (not _is_number(v) or v < 0) for v in (low, high)):
+            problems.append((where, f"bounds must be numbers >= 0, got {dict(bounds)!r}"))
+            continue
+        if low is not None and high is not None and low > high:
+            problems.append((where, f"`min <= max` must hold, but got (min={low:g}, max={high:g})"))
+            continue
+        out.append(Constraint(metric, low, high))
+    return tuple(out)
+
+
+def _budget(raw: Any, problems: list) -> Budget:
+    if not isinstance(raw, Mapping):
+        problems.append((("budget",), f"must be a mapping like {{trials: 20, epochs: 3, time: 30m}}, got {raw!r}"))
+        return Budget()
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        where = ("budget", key)
+        if key in ("trials", "epochs"):
+            if not _is_int(value) or value < 1:
+                problems.append((where, f"must be an integer >= 1, got {value!r}"))
+            else:
+                out[key] = value
+        elif key == "time":
+            seconds = parse_duration(value)
+            if seconds is None:
+                problems.append((where, f"must be seconds or a duration like 90s, 30m, 2h, got {value!r}"))
+            else:
+                out["time_s"] = seconds
+        else:
+            problems.append((where, f"unknown key{did_you_mean(str(key), ('trials', 'epochs', 'time'))}"))
+    return Budget(**out)
+
+
+def parse_duration(value: Any) -> float | None:
+    """Seconds of ``90``, ``"90s"``, ``"30m"``, ``"2h"`` or ``"1d"`` (None if unreadable or <= 0)."""
+    if _is_number(value):
+        return float(value) if value > 0 else None
+    match = _DURATION.match(str(value))
+    if not match:
+        return None
+    seconds = float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
+    return seconds if seconds > 0 else None
+
+
+_TUNER_RULES: dict[str, tuple[str, Any]] = {
+    "sampler": (f"one of {', '.join(SAMPLERS)}", lambda v: v in SAMPLERS),
+    "scheduler": (f"one of {', '.join(SCHEDULERS)}", lambda v: v in SCHEDULERS),
+    "max_concurrent": ("an integer >= 1", lambda v: _is_int(v) and v >= 1),
+    "seed": ("an integer >= 0", lambda v: _is_int(v) and v >= 0),
+    "cpus_per_trial": ("a number > 0", lambda v: _is_number(v) and v > 0),
+    "gpus_per_trial": ("a number >= 0", lambda v: _is_number(v) and v >= 0),
+    "max_failures": ("an integer >= 0", lambda v: _is_int(v) and v >= 0),
+    "population_size": ("an integer >= 2", lambda v: v is None or (_is_int(v) and v >= 2)),
+    "grace_epochs": ("an integer >= 1", lambda v: _is_int(v) and v >= 1),
+    "reduction_factor": ("an integer >= 2", lambda v: _is_int(v) and v >= 2),
+}
+
+
+def _tuner(raw: Any, problems: list) -> TunerSettings:
+    if not isinstance(raw, Mapping):
+        problems.append((("tuner",), f"must be a mapping like {{sampler: nsga2, seed: 0}}, got {raw!r}"))
+        return TunerSettings()
+    out = {}
+    for key, value in raw.items():
+        where = ("tuner", key)
+        if key not in _TUNER_RULES:
+            problems.append((where, f"unknown key{did_you_mean(str(key), _TUNER_RULES)}"))
+            continue
+        rule, ok = _TUNER_RULES[key]
+        if not ok(value):
+            hint = did_you_mean(str(value), SAMPLERS if key == "sampler" else SCHEDULERS) if key in ("sampler", "scheduler") else ""
+            problems.append((where, f"must be {rule}, got {value!r}{hint}"))
+        else:
+            out[key] = value
+    return TunerSettings(**out)
+
+
+def _training(raw: Any, space: Any, problems: list) -> dict[str, Any]:
+    if not isinstance(raw, Mapping):
+        problems.append((("training",), f"must be a mapping of fixed training settings, got {raw!r}"))
+        return {}
+    out = {}
+    for key, value in raw.items():
+        where = ("training", key)
+        if key == "epochs":
+            problems.append((where, "epochs per trial are set in `budget: {epochs: N}`"))
+        elif key == "seed":
+            problems.append((where, "the seed is set in `tuner: {seed: N}` (each trial derives its own)"))
+        elif key not in FIXED_TRAINING_KEYS:
+            problems.append((where, f"unknown training setting{did_you_mean(str(key), FIXED_TRAINING_KEYS)}"))
+        elif isinstance(space, Mapping) and key in space:
+            problems.append((where, f"`{key}` is also in `space`; set it in one place"))
+        else:
+            out[key] = value
+    return out
+
+
+def _seed_configs(raw: Any, space: SearchSpace | None, problems: list) -> dict[str, dict[str, Any]]:
+    if not isinstance(raw, Mapping):
+        problems.append((("seed_configs",), f"must map a name to knob values, got {raw!r}"))
+        return {}
+    out = {}
+    for name, params in raw.items():
+        where = ("seed_configs", name)
+        if not isinstance(params, Mapping):
+            problems.append((where, f"must map knobs to values, got {params!r}"))
+            continue
+        if space is None:
+            continue
+        fixed = {k.name: k.domain.value for k in space.knobs if not k.searched}
+        for knob, value in params.items():
+            if knob in fixed and value != fixed[knob]:
+                problems.append(((*where, knob), f"is {value!r} but the space fixes it to {fixed[knob]!r}"))
+        searched = {k: v for k, v in params.items() if k not in fixed}
+        try:
+            space.resolve(searched)
+        except SpaceError as exc:
+            problems.extend(((*where, *p[1:]), m) for p, m in exc.problems)
+        except ConfigError as exc:
+            problems.extend(((*where, k), m) for k, m in exc.problems)
+        else:
+            out[str(name)] = dict(searched)
+    return out
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

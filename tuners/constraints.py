@@ -1,0 +1,65 @@
+"""Static constraints of a study, checked from the cost model before any training.
+
+``StaticCosts`` computes a point's parameters, MAdds and (only when the study uses it) peak memory
+at the task's input sizes, and tells whether the point meets the study's constraints. It keeps a
+tally of rejected points by reason, which sweeps record and ``lwnas space sample`` prints.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from searchspace import ArchConfig
+from searchspace.study import Study
+from trainers.cost import CostReport, cost
+from trainers.tasks import Task, adapt_config
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Static costs of one point and how far it is from each constraint (<= 0: met)."""
+
+    costs: dict[str, float]
+    violations: dict[str, float]
+    report: CostReport = field(repr=False)
+
+    @property
+    def feasible(self) -> bool:
+        return all(v <= 0 for v in self.violations.values())
+
+    def reasons(self) -> list[str]:
+        return [name for name, v in self.violations.items() if v > 0]
+
+
+class StaticCosts:
+    """Costs and constraint verdicts of a study's points, with a tally of rejections."""
+
+    def __init__(self, study: Study, task: Task | None = None, device: str = "cpu"):
+        self.study, self.task, self.device = study, task, device
+        used = {c.metric for c in study.constraints} | {o.metric for o in study.objectives}
+        self.memory = "memory" in used
+        self.checked = 0
+        self.rejected_points = 0
+        self.rejected: Counter[str] = Counter()  # by constraint; a point may break several
+
+    def adapt(self, config: ArchConfig) -> ArchConfig:
+        return adapt_config(config, self.task) if self.task is not None else config
+
+    def evaluate(self, config: ArchConfig) -> Verdict:
+        report = cost(self.adapt(config), memory=self.memory, device=self.device)
+        costs: dict[str, float] = {"params": report.params, "madds": report.madds}
+        if self.memory:
+            costs["memory"] = report.memory_bytes
+        violations = {c.describe(): c.violation(costs[c.metric]) for c in self.study.constraints}
+        verdict = Verdict(costs, violations, report)
+        self.checked += 1
+        self.rejected_points += not verdict.feasible
+        for reason in verdict.reasons():
+            self.rejected[reason] += 1
+        return verdict
+
+    def summary(self) -> dict[str, Any]:
+        """``{"checked": n, "rejected": m, "reasons": {constraint: count}}``."""
+        return {"checked": self.checked, "rejected": self.rejected_points, "reasons": dict(self.rejected)}

@@ -1,0 +1,118 @@
+"""Studies checked against their task and the cost model (what ``searchspace`` alone cannot know).
+
+``open_study`` reads a study knowing the built-in tasks (so ``family`` may be left out);
+``check_study`` adds the task's checks (family, metric names and directions) and costs a sample of
+points, reporting constraints that none of them meets.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from searchspace.domains import Choice, Fixed, IntRange
+from searchspace.space import Knob, Point, SearchSpace
+from searchspace.study import Study, StudyError, load_study
+from trainers.tasks import BUILTIN_TASKS, Task, resolve_task
+
+from .constraints import StaticCosts, Verdict
+
+
+def task_family(name: str) -> str | None:
+    """The model family of a built-in task or of a plugin class that declares one."""
+    if name in BUILTIN_TASKS:
+        return BUILTIN_TASKS[name].family or None
+    module, _, attr = name.partition(":")
+    try:
+        family = getattr(getattr(importlib.import_module(module), attr), "family", None)
+    except (ImportError, AttributeError, ValueError):
+        return None
+    return family if isinstance(family, str) and family else None
+
+
+def open_study(path: str | Path) -> Study:
+    return load_study(path, task_family=task_family)
+
+
+def make_task(study: Study) -> Task:
+    try:
+        return resolve_task(study.task, **study.task_options)
+    except (ValueError, TypeError) as exc:
+        raise StudyError([(study.where(("task",)), str(exc))]) from None
+
+
+def task_problems(study: Study, task: Task) -> list[tuple[str, str]]:
+    """The study's family and objectives against what the task trains and reports."""
+    problems = []
+    if task.family != study.family:
+        problems.append((study.where(("family",)), f"task `{study.task}` trains family `{task.family}`, "
+                                                   f"but the study says `{study.family}`"))
+    metrics = {task.metric: task.direction, **getattr(task, "metrics", {})}
+    for i, objective in enumerate(study.objectives):
+        if objective.is_cost:
+            continue
+        where = study.where(("objectives", i))
+        if objective.metric not in metrics:
+            problems.append((where, f"task `{study.task}` reports no metric `{objective.metric}`; it reports "
+                                    f"{', '.join(sorted(metrics))} (and the costs params, madds, memory)"))
+        elif metrics[objective.metric] != objective.direction:
+            problems.append((where, f"`{objective.metric}` should be {metrics[objective.metric]}d, "
+                                    f"not {objective.direction}d"))
+    return problems
+
+
+@dataclass(frozen=True)
+class CostedPoint:
+    point: Point
+    verdict: Verdict
+
+
+def low_corner(space: SearchSpace) -> dict:
+    """Params of the point with every searched knob at its first value, numbers at their lowest.
+
+    Usually the cheapest point, so a constraint it meets is not reported as unsatisfiable.
+    """
+    def lowest(knob: Knob):
+        d = knob.domain
+        if isinstance(d, IntRange) or (isinstance(d, Choice) and all(isinstance(v, int) for v in d.choices)):
+            return min(d.values())
+        return d.values()[0]
+    return space.active_params(space.effective(lowest))
+
+
+def cost_sample(study: Study, static: StaticCosts, n: int, seed: int = 0,
+                step: Callable[[], None] | None = None) -> list[CostedPoint]:
+    """The low corner plus ``n - 1`` random points of the space, each with its static costs."""
+    rng = np.random.default_rng(seed)
+    params = [low_corner(study.space)] + [study.space.sample(rng) for _ in range(max(0, n - 1))]
+    out = []
+    for p in params:
+        point = study.space.resolve(p)
+        out.append(CostedPoint(point, static.evaluate(point.config)))
+        if step:
+            step()
+    return out
+
+
+def constraint_problems(study: Study, sample: list[CostedPoint]) -> list[tuple[str, str]]:
+    """Constraints that no sampled point meets (each on its own, then all together)."""
+    problems = []
+    for i, constraint in enumerate(study.constraints):
+        values = [c.verdict.costs[constraint.metric] for c in sample]
+        if all(constraint.violation(v) > 0 for v in values):
+            problems.append((study.where(("constraints", constraint.metric)),
+                             f"no point meets {constraint.describe()}: across {len(sample)} sampled points "
+                             f"(including the smallest widths) {constraint.metric} runs from {min(values):,.0f} "
+                             f"to {max(values):,.0f}"))
+    if not problems and study.constraints and not any(c.verdict.feasible for c in sample):
+        problems.append((study.where(("constraints",)),
+                         f"no sampled point meets all constraints together ({len(sample)} points tried)"))
+    return problems
+
+
+def fixed_knobs(space: SearchSpace) -> dict:
+    return {k.name: k.domain.value for k in space.knobs if isinstance(k.domain, Fixed)}
