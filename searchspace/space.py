@@ -201,6 +201,32 @@ class SearchSpace:
         out.update({k: values[k] for k in self.names if k in ARCH_KNOBS})
         return resolve_patterns(out)
 
+    def partial_problems(self, params: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """Problems of a partial point (a seed config; the tuner samples the knobs it leaves out)."""
+        problems = []
+        by_name = {k.name: k for k in self.knobs}
+        for name, value in params.items():
+            knob = by_name.get(name)
+            if knob is None:
+                problems.append((name, f"is not in the space{did_you_mean(name, self.names)}"))
+            elif not knob.domain.contains(value):
+                problems.append((name, f"{value!r} is outside its domain ({knob.domain.describe()})"))
+        if problems:
+            return problems
+        known, unknown = self.base_values(), set()
+        for knob in self.knobs:
+            if knob.name in params:
+                known[knob.name] = params[knob.name]
+            elif isinstance(knob.domain, Fixed) and knob.condition is None:
+                known[knob.name] = knob.domain.value
+            else:
+                unknown.add(knob.name)
+        for name in params:
+            condition = by_name[name].condition
+            if condition is not None and not condition.knobs & unknown and not condition.holds(known):
+                problems.append((name, f"is not active here: it applies only when {condition.describe()}"))
+        return problems
+
     def sample(self, rng: np.random.Generator) -> dict[str, Any]:
         """Params of one point drawn uniformly per knob (log-uniform where asked)."""
         return self.active_params(self.effective(lambda knob: knob.domain.sample(rng)))

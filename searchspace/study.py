@@ -366,13 +366,9 @@ def _seed_configs(raw: Any, space: SearchSpace | None, problems: list) -> dict[s
             if knob in fixed and value != fixed[knob]:
                 problems.append(((*where, knob), f"is {value!r} but the space fixes it to {fixed[knob]!r}"))
         searched = {k: v for k, v in params.items() if k not in fixed}
-        try:
-            space.resolve(searched)
-        except SpaceError as exc:
-            problems.extend(((*where, *p[1:]), m) for p, m in exc.problems)
-        except ConfigError as exc:
-            problems.extend(((*where, k), m) for k, m in exc.problems)
-        else:
+        found = space.partial_problems(searched)
+        problems.extend(((*where, knob), message) for knob, message in found)
+        if not found:
             out[str(name)] = dict(searched)
     return out
 
