@@ -16,6 +16,7 @@ import yaml
 
 from .config import ArchConfig, knob_names
 from .errors import ConfigError, did_you_mean
+from .yamlsource import StudyLoader
 
 METADATA_SECTIONS = ("reference", "training", "provenance")
 
@@ -41,7 +42,7 @@ def load_config_file(path: str | Path) -> ConfigFile:
     """Read and validate one configuration file; every problem is reported at once."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(), Loader=StudyLoader)  # safe: a SafeLoader subclass
     except FileNotFoundError:
         raise ConfigFileError([(str(path), "no such file")]) from None
     except yaml.YAMLError as exc:

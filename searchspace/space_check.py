@@ -18,7 +18,7 @@ import numpy as np
 
 from .conditions import same_value
 from .config import RULES, rule_violations
-from .domains import Fixed, FloatRange
+from .domains import Fixed, FloatRange, show_value
 from .space import ACTIVATION_RULES, Knob, Problem, SearchSpace
 
 ENUMERATION_LIMIT = 200_000  # combinations enumerated exactly; beyond, a random sample is checked
@@ -164,7 +164,7 @@ def _check_component(space: SearchSpace, members: set[str], rules: list[str]) ->
         for rule, knob, message in broken:
             failures.setdefault(rule, []).append((chosen, knob, message))
         for name, value in chosen.items():
-            seen_values.setdefault((name, repr(value)), []).append(not broken)
+            seen_values.setdefault((name, show_value(value)), []).append(not broken)
     problems: list[Problem] = []
     hopeless = set()
     for (name, value), oks in seen_values.items():
@@ -172,13 +172,11 @@ def _check_component(space: SearchSpace, members: set[str], rules: list[str]) ->
             hopeless.add((name, value))
     for rule, cases in failures.items():
         chosen, knob, message = cases[0]
-        values_shown = ", ".join(f"{k}={v!r}" for k, v in chosen.items() if k in RULES[rule] | members) or "as set"
+        example = ", ".join(f"{k}: {show_value(v)}" for k, v in chosen.items() if k in RULES[rule] | members)
         where = knob if knob in space.names else next(n for n in sorted(RULES[rule]) if n in space.names)
-        bad_values = sorted(f"{n}: {v}" for n, v in hopeless if n in RULES[rule])
-        if bad_values:
-            head = f"{'; '.join(bad_values)} can never be valid"
-        else:
-            head = f"{len(cases)} of {total} combinations break a rule"
-        problems.append((("space", where), f"{head}: with {values_shown}, `{knob}` {message}; "
+        bad_values = sorted(f"`{n}: {v}`" for n, v in hopeless if n in RULES[rule])
+        head = (f"{', '.join(bad_values)} can never be valid" if bad_values
+                else f"{len(cases)} of {total} combinations break a rule")
+        problems.append((("space", where), f"{head}: `{knob}` {message} (e.g. {example or 'as set'}); "
                                            "remove the values or separate them with `when:`"))
     return problems

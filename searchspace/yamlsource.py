@@ -11,9 +11,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import re
+
 import yaml
 
 Path_ = tuple[Any, ...]
+
+
+class StudyLoader(yaml.SafeLoader):
+    """SafeLoader that also reads ``5.0e6`` and ``1e-3`` as numbers (YAML 1.2; PyYAML needs ``5.0e+6``)."""
+
+
+StudyLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:\d[\d_]*)?(?:\.\d*)?[eE][-+]?\d+$|^[-+]?\d[\d_]*\.\d*$|^[-+]?\.\d+$"),
+    list("-+0123456789."))
 
 
 class YamlProblem(ValueError):
@@ -32,7 +44,7 @@ def load_located(path: str | Path) -> tuple[Any, dict[Path_, int]]:
 
 def loads_located(text: str) -> tuple[Any, dict[Path_, int]]:
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=StudyLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise YamlProblem(mark.line + 1 if mark else 0, f"not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
@@ -41,7 +53,7 @@ def loads_located(text: str) -> tuple[Any, dict[Path_, int]]:
     lines: dict[Path_, int] = {}
     _check_nodes(node, (), lines)
     try:
-        data = yaml.SafeLoader(text).get_single_data()
+        data = StudyLoader(text).get_single_data()
     except yaml.constructor.ConstructorError as exc:
         mark = exc.problem_mark
         raise YamlProblem(mark.line + 1 if mark else 0,

@@ -23,7 +23,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(space_app, name="space")
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 
 def _exit_on_config_error(exc: Exception) -> None:

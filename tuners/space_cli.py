@@ -16,7 +16,7 @@ from rich.table import Table
 
 space_app = typer.Typer(help="Validate, show, sample and export the search space of a study file.",
                         no_args_is_help=True)
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 SAMPLES_HELP = "Points costed to find the cost range and check the constraints (the smallest-width point included)."
 
