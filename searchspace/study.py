@@ -98,6 +98,7 @@ class Study:
     description: str = ""
     path: Path | None = None
     lines: dict = field(default_factory=dict, repr=False, compare=False)
+    source: dict = field(default_factory=dict, repr=False, compare=False)  # the file's data, as read
 
     def where(self, path: tuple) -> str:
         """``file:line: dotted.path`` for messages about this study."""
@@ -176,7 +177,7 @@ def study_from_dict(data: Any, path: Path | None = None, lines: dict | None = No
     return Study(name=name, task=task, family=family, objectives=objectives, space=space, constraints=constraints,
                  budget=budget, tuner=tuner, training=dict(training), seed_configs=seeds,
                  task_options=dict(task_options), description=str(data.get("description", "")), path=path,
-                 lines=lines)
+                 lines=lines, source=dict(data))
 
 
 def _location(path: Path | None, lines: dict, where: tuple) -> str:

@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from .cost_report import CostFormat, cost_rows, render_cost
 from .space_cli import space_app
+from .sweep_cli import export, resume, status, sweep
 
 app = typer.Typer(
     name="lwnas",
@@ -23,6 +24,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(space_app, name="space")
+for command in (sweep, resume, status, export):
+    app.command()(command)
 err = Console(stderr=True, soft_wrap=True)
 
 

@@ -1,0 +1,29 @@
+"""The state of a sweep as plain data: trials by outcome, front, hypervolume, time per trial."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import optuna
+
+from . import storage as keys
+from .pareto import hypervolume, pareto_front, reference_point
+from .storage import record_of
+
+
+def study_status(ot_study: optuna.Study) -> dict[str, Any]:
+    records = [record_of(t) for t in ot_study.get_trials(deepcopy=False)]
+    names = ot_study.metric_names or [f"objective_{i}" for i in range(len(ot_study.directions))]
+    directions = ["maximize" if d == optuna.study.StudyDirection.MAXIMIZE else "minimize" for d in ot_study.directions]
+    objectives = list(zip(names, directions))
+    outcomes: dict[str, int] = {}
+    for r in records:
+        outcomes[r.outcome] = outcomes.get(r.outcome, 0) + 1
+    ref = reference_point(records, objectives)
+    timed = [r.wall_time for r in records if r.wall_time is not None]
+    front = pareto_front(records, directions)
+    return {"study": ot_study.study_name, "trials": len(records), "outcomes": outcomes, "objectives": names,
+            "directions": directions, "reference_point": ref, "hypervolume": hypervolume(records, objectives, ref),
+            "front": [{"trial": r.number, "values": r.values, "params": r.params} for r in front],
+            "seconds_per_trial": sum(timed) / len(timed) if timed else None, "timed_trials": len(timed),
+            "rejected": ot_study.user_attrs.get(keys.STUDY_REJECTED)}

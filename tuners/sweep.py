@@ -1,0 +1,197 @@
+"""``lwnas sweep`` / ``lwnas resume``: Ray Tune runs the trials, Optuna proposes them, SQL keeps them.
+
+The driver creates (or reopens) the Optuna study in storage, enqueues the seed configs once,
+re-queues trials a killed driver left RUNNING, and runs the remaining budget with Ray Tune:
+``StudySearcher`` (Ray's OptunaSearch adapter) proposes, ``run_trial`` trains in Ray workers, and
+the chosen scheduler (``none`` or ``mo-asha``) stops unpromising trials early.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+from rich.console import Console
+
+from searchspace.study import Study
+
+from . import storage as keys
+from .constraints import StaticCosts
+from .storage import masked, open_storage
+from .study_check import make_task
+
+TERMINAL_OUTCOMES = ("complete", "pruned", "failed")  # count toward the budget; infeasible and interrupted do not
+SAMPLERS_NEEDING_NNI = ("nni-tpe", "nni-evolution")
+
+
+class SweepError(RuntimeError):
+    pass
+
+
+@dataclass
+class SweepOptions:
+    storage: str = keys.DEFAULT_STORAGE
+    address: str | None = None  # an existing Ray cluster; None starts Ray on this machine
+    trials: int | None = None  # overrides the study's budget
+    max_concurrent: int | None = None
+    name: str | None = None  # overrides the study's name in storage
+    quiet: bool = False
+
+
+def make_sampler(study: Study) -> optuna.samplers.BaseSampler:
+    t, trials = study.tuner, study.budget.trials
+    if t.sampler == "nsga2":
+        population = t.population_size or max(4, min(50, trials // 3))
+        return optuna.samplers.NSGAIISampler(population_size=population, seed=t.seed)
+    if t.sampler == "tpe":
+        return optuna.samplers.TPESampler(seed=t.seed, multivariate=True, n_startup_trials=max(2, min(10, trials // 3)))
+    if t.sampler == "gp":
+        return optuna.samplers.GPSampler(seed=t.seed, n_startup_trials=max(2, min(10, trials // 3)))
+    if t.sampler == "random":
+        return optuna.samplers.RandomSampler(seed=t.seed)
+    raise SweepError(f"sampler {t.sampler!r} runs through NNI, which this version does not drive yet; "
+                     "use nsga2, tpe, gp or random")
+
+
+def open_study_storage(study: Study, options: SweepOptions, resume: bool) -> optuna.Study:
+    """Create the Optuna study (or reopen it when resuming) with lwnas's study attributes."""
+    storage = open_storage(options.storage)
+    name = options.name or study.name
+    existing = {s.study_name for s in optuna.get_all_study_summaries(storage)}
+    directions = [o.direction for o in study.objectives]
+    if resume:
+        if name not in existing:
+            raise SweepError(f"no study {name!r} in {masked(options.storage)}; start it with `lwnas sweep`")
+        return optuna.load_study(study_name=name, storage=storage, sampler=make_sampler(study))
+    if name in existing:
+        raise SweepError(f"study {name!r} already exists in {masked(options.storage)}: continue it with "
+                         f"`lwnas resume {name}`, or give this sweep another --name")
+    ot_study = optuna.create_study(study_name=name, storage=storage, directions=directions,
+                                   sampler=make_sampler(study))
+    ot_study.set_metric_names([o.metric for o in study.objectives])
+    ot_study.set_user_attr(keys.STUDY_SPEC, keys.plain({**study.source, "name": name}))
+    ot_study.set_user_attr(keys.STUDY_OBJECTIVES, [[o.metric, o.direction] for o in study.objectives])
+    ot_study.set_user_attr(keys.STUDY_VERSION, _version())
+    for seed_name, params in study.seed_configs.items():
+        ot_study.enqueue_trial(params, user_attrs={keys.SEED_CONFIG: seed_name}, skip_if_exists=True)
+    return ot_study
+
+
+def requeue_interrupted(ot_study: optuna.Study) -> list[int]:
+    """Trials a killed driver left RUNNING: mark each interrupted (FAIL) and enqueue its params again."""
+    requeued = []
+    for trial in ot_study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        storage = ot_study._storage
+        storage.set_trial_user_attr(trial._trial_id, keys.OUTCOME, "interrupted")
+        storage.set_trial_user_attr(trial._trial_id, keys.FAILURE, "the sweep's driver stopped while it ran; re-queued")
+        storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
+        attrs = {keys.REQUEUED_FROM: trial.number}
+        if keys.SEED_CONFIG in trial.user_attrs:
+            attrs[keys.SEED_CONFIG] = trial.user_attrs[keys.SEED_CONFIG]
+        ot_study.enqueue_trial(trial.params, user_attrs=attrs)
+        requeued.append(trial.number)
+    return requeued
+
+
+def counted_trials(ot_study: optuna.Study) -> int:
+    """Trials that used their place in the budget (trained to an outcome)."""
+    return sum(t.user_attrs.get(keys.OUTCOME) in TERMINAL_OUTCOMES for t in ot_study.get_trials(deepcopy=False))
+
+
+def run_sweep(study: Study, options: SweepOptions, resume: bool = False) -> optuna.Study:
+    """Run (or resume) a sweep; returns the Optuna study."""
+    from ray import tune
+
+    from .mo_asha import MOASHA
+    from .progress import SweepProgress
+    from .searcher import StudySearcher
+    from .trainable import run_trial
+
+    if study.tuner.sampler in SAMPLERS_NEEDING_NNI:
+        make_sampler(study)  # raises with the explanation
+    out = Console(stderr=True, soft_wrap=True)
+    ot_study = open_study_storage(study, options, resume)
+    requeued = requeue_interrupted(ot_study) if resume else []
+    if requeued:
+        out.print(f"re-queued trials interrupted by the last driver: {requeued}")
+    budget = options.trials or study.budget.trials
+    remaining = budget - counted_trials(ot_study)
+    if remaining <= 0:
+        out.print(f"study {ot_study.study_name!r} already has its {budget} trials")
+        return ot_study
+    task = make_task(study)
+    static = StaticCosts(study, task)
+    searcher = StudySearcher(study, ot_study, static)
+    scheduler = MOASHA.for_study(study) if study.tuner.scheduler == "mo-asha" else None
+    concurrent = options.max_concurrent or study.tuner.max_concurrent
+    _init_ray(options.address, study)
+    trainable = tune.with_resources(
+        tune.with_parameters(run_trial, spec={**study.source, "name": ot_study.study_name},
+                             cpus=study.tuner.cpus_per_trial),
+        {"cpu": study.tuner.cpus_per_trial, "gpu": study.tuner.gpus_per_trial})
+    progress = SweepProgress(ot_study, study, remaining, out, quiet=options.quiet)
+    tuner = tune.Tuner(
+        trainable,
+        tune_config=tune.TuneConfig(search_alg=searcher, scheduler=scheduler, num_samples=remaining,
+                                    max_concurrent_trials=concurrent, reuse_actors=True,
+                                    time_budget_s=study.budget.time_s),
+        run_config=tune.RunConfig(name=f"{ot_study.study_name}-{int(time.time())}",
+                                  storage_path=str(_ray_results_dir()), verbose=0, callbacks=[progress],
+                                  failure_config=tune.FailureConfig(max_failures=study.tuner.max_failures)))
+    out.print(f"sweep {ot_study.study_name!r}: {remaining} trials, up to {concurrent} at a time, "
+              f"{study.tuner.sampler} sampler, scheduler {study.tuner.scheduler}; storage {masked(options.storage)}")
+    tuner.fit()
+    progress.finish(interrupted=counted_trials(ot_study) < budget, storage=options.storage)
+    return ot_study
+
+
+def _init_ray(address: str | None, study: Study) -> None:
+    import ray
+
+    if ray.is_initialized():
+        return
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    # failure reports and the memory objective (a static cost the searcher records) carry no metric
+    os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
+    if address:
+        # the trial code and the study travel with the job (runtime_env py_modules)
+        ray.init(address=address, runtime_env={"py_modules": _own_packages()}, log_to_driver=False)
+    else:
+        ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+
+
+def _own_packages() -> list[str]:
+    import searchspace
+    import trainers
+    import tuners
+
+    return [str(Path(m.__file__).parent) for m in (searchspace, trainers, tuners)]
+
+
+def _ray_results_dir() -> Path:
+    base = Path(os.environ.get("LWNAS_CACHE", Path.home() / ".cache" / "lwnas"))
+    path = base / "ray_results"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lwnas")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def trials_summary(ot_study: optuna.Study) -> dict[str, Any]:
+    counts: dict[str, int] = {}
+    for t in ot_study.get_trials(deepcopy=False):
+        outcome = t.user_attrs.get(keys.OUTCOME, t.state.name.lower())
+        counts[outcome] = counts.get(outcome, 0) + 1
+    return counts
+

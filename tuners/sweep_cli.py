@@ -1,0 +1,156 @@
+"""``lwnas sweep | resume | status | export``: the sweep commands."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from .storage import DEFAULT_STORAGE
+
+err = Console(stderr=True, soft_wrap=True)
+STORAGE_HELP = ("SQL storage of the sweep's Optuna study: a SQLite file (sqlite:///lwnas.db, the default, in the "
+                "working directory) or postgresql://user@host/db for clusters. Passwords are never printed.")
+Storage = Annotated[str, typer.Option("--storage", envvar="LWNAS_STORAGE", help=STORAGE_HELP)]
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err.print(f"[red]error[/red] {escape(message)}", highlight=False)
+    raise typer.Exit(code)
+
+
+def _load_ot_study(name: str, storage: str):
+    import optuna
+
+    from .storage import StorageError, masked, open_storage
+
+    try:
+        backend = open_storage(storage)
+        return optuna.load_study(study_name=name, storage=backend)
+    except StorageError as exc:
+        _fail(str(exc))
+    except KeyError:
+        names = [s.study_name for s in optuna.get_all_study_summaries(open_storage(storage))]
+        _fail(f"no study {name!r} in {masked(storage)}; studies there: {', '.join(names) or 'none'}")
+
+
+def sweep(
+    study_file: Annotated[Path, typer.Argument(help="Study file (see docs/studies.md), e.g. studies/quickstart.yaml.")],
+    storage: Storage = DEFAULT_STORAGE,
+    address: Annotated[Optional[str], typer.Option(
+        "--address", help="Address of an existing Ray cluster (ray start --head); default: Ray on this machine.")
+    ] = None,
+    trials: Annotated[Optional[int], typer.Option(help="Trials to train (overrides the study's budget).")] = None,
+    max_concurrent: Annotated[Optional[int], typer.Option(help="Trials running at once.")] = None,
+    name: Annotated[Optional[str], typer.Option(help="Name of the study in storage (default: the study's).")] = None,
+) -> None:
+    """Find the accuracy-vs-cost Pareto front of a study: Ray Tune runs the trials, Optuna proposes them.
+
+    Every trial lands in the storage as a normal Optuna study. Points that break the study's constraints are
+    recorded as infeasible and never trained. Ctrl-C stops cleanly; `lwnas resume NAME` continues.
+    """
+    from searchspace.study import StudyError
+
+    from .storage import StorageError
+    from .study_check import open_study, task_problems, make_task
+    from .sweep import SweepError, SweepOptions, run_sweep
+
+    try:
+        study = open_study(study_file)
+        problems = task_problems(study, make_task(study))
+    except StudyError as exc:
+        problems = list(exc.problems)
+    for where, message in problems:
+        err.print(f"[red]error[/red] {escape(where)}: {escape(message)}", highlight=False)
+    if problems:
+        raise typer.Exit(2)
+    options = SweepOptions(storage=storage, address=address, trials=trials, max_concurrent=max_concurrent, name=name)
+    try:
+        run_sweep(study, options)
+    except (SweepError, StorageError) as exc:
+        _fail(str(exc))
+
+
+def resume(
+    name: Annotated[str, typer.Argument(help="Name of the study in storage.")],
+    storage: Storage = DEFAULT_STORAGE,
+    address: Annotated[Optional[str], typer.Option("--address", help="Address of an existing Ray cluster.")] = None,
+    max_concurrent: Annotated[Optional[int], typer.Option(help="Trials running at once.")] = None,
+) -> None:
+    """Continue a sweep whose driver stopped (Ctrl-C, kill, restart): finished trials are kept, trials that
+    were running are re-queued, and the rest of the budget runs."""
+    from searchspace.study import StudyError, study_from_dict
+
+    from . import storage as keys
+    from .storage import StorageError
+    from .study_check import task_family
+    from .sweep import SweepError, SweepOptions, run_sweep
+
+    ot_study = _load_ot_study(name, storage)
+    spec = ot_study.user_attrs.get(keys.STUDY_SPEC)
+    if not spec:
+        _fail(f"study {name!r} was not created by lwnas sweep (it has no {keys.STUDY_SPEC} attribute)")
+    try:
+        study = study_from_dict(spec, task_family=task_family)
+        run_sweep(study, SweepOptions(storage=storage, address=address, max_concurrent=max_concurrent, name=name),
+                  resume=True)
+    except StudyError as exc:
+        _fail("; ".join(f"{w}: {m}" for w, m in exc.problems))
+    except (SweepError, StorageError) as exc:
+        _fail(str(exc))
+
+
+def status(
+    name: Annotated[str, typer.Argument(help="Name of the study in storage.")],
+    storage: Storage = DEFAULT_STORAGE,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Trials by state, the current Pareto front, hypervolume (with its reference point) and time per trial."""
+    import json
+
+    from .progress import print_front
+    from .status import study_status
+
+    ot_study = _load_ot_study(name, storage)
+    s = study_status(ot_study)
+    if as_json:
+        sys.stdout.write(json.dumps(s, indent=2, default=str) + "\n")
+        return
+    out = Console(soft_wrap=True)
+    out.print(f"[bold]{escape(name)}[/bold]: " + ", ".join(f"{k} {v}" for k, v in s["outcomes"].items()),
+              highlight=False)
+    if s["rejected"]:
+        out.print(f"constraints rejected {s['rejected']['rejected']} of {s['rejected']['checked']} proposed points "
+                  f"({', '.join(f'{k}: {v}' for k, v in s['rejected']['reasons'].items())})", highlight=False)
+    ref = ", ".join(f"{m} {v:g}" for m, v in zip(s["objectives"], s["reference_point"]))
+    out.print(f"hypervolume {s['hypervolume']:.6g} (reference point: {ref})", highlight=False)
+    if s["seconds_per_trial"] is not None:
+        out.print(f"time per trained trial: {s['seconds_per_trial']:.1f} s (mean of {s['timed_trials']})",
+                  highlight=False)
+    print_front(ot_study, None, out)
+
+
+def export(
+    name: Annotated[str, typer.Argument(help="Name of the study in storage.")],
+    trials: Annotated[str, typer.Option(help="`pareto` (the front) or trial numbers like 1,5,9.")] = "pareto",
+    output: Annotated[Path, typer.Option("--output", "-o", help="Directory for the YAML files.")] = Path("exported"),
+    storage: Storage = DEFAULT_STORAGE,
+) -> None:
+    """Write one YAML per trial (configuration, training settings, provenance) that `lwnas train` accepts."""
+    from .export import ExportError, export_trials
+
+    ot_study = _load_ot_study(name, storage)
+    try:
+        paths = export_trials(ot_study, trials, output)
+    except ExportError as exc:
+        _fail(str(exc))
+    if not paths:
+        _fail(f"study {name!r} has no trial on its Pareto front yet")
+    for p in paths:
+        sys.stdout.write(f"{p}\n")
+    err.print(f"wrote {len(paths)} files; train one in full with: lwnas train {paths[0]} --task "
+              f"{ot_study.user_attrs.get('lwnas:study', {}).get('task', 'TASK')}")
