@@ -112,8 +112,9 @@ class StudySearcher(OptunaSearch):
         ot_trial.set_user_attr(keys.BUDGET_USED, len(epochs))
         if epochs:
             ot_trial.set_user_attr(keys.WALL_TIME, epochs[-1].get("wall_time"))
-        if last.get("host"):
-            ot_trial.set_user_attr(keys.HOST, last["host"])
+        for key, attr in (("host", keys.HOST), ("node", keys.NODE)):
+            if last.get(key):
+                ot_trial.set_user_attr(attr, last[key])
         state, values = self._outcome(ot_trial, last, epochs, error)
         self._ot_study.tell(ot_trial, values, state=state)
         self._completed_trials.add(trial_id)

@@ -25,6 +25,7 @@ COSTS = "costs"  # {"params": ..., "madds": ..., "memory": ...}
 EPOCHS = "epochs"  # [{"epoch": 1, "accuracy": ..., "wall_time": ...}, ...]
 WALL_TIME = "wall_time"
 HOST = "host"
+NODE = "node"  # the Ray node id the trial ran on
 FAILURE = "failure"
 OUTCOME = "outcome"  # complete | infeasible | pruned | failed | interrupted
 BUDGET_USED = "budget_used"  # epochs trained
@@ -71,7 +72,7 @@ def _engine_kwargs(url: str) -> dict[str, Any]:
 def _hint(url: str) -> str:
     if url.startswith("postgresql"):
         return ("Is the server running and reachable from this machine (and from every node of a Ray cluster)? "
-                "Is the driver installed (pip install 'lwnas[postgres]' or psycopg2-binary)?")
+                "Is the driver installed (pip install 'psycopg[binary]')?")
     if url.startswith("sqlite"):
         return "Is the directory writable? A SQLite file only works where every reader shares its file system."
     return "Check the URL (sqlite:///file.db or postgresql://user@host/db)."
@@ -104,6 +105,7 @@ class TrialRecord:
     epochs: list[dict[str, Any]] = field(default_factory=list)
     wall_time: float | None = None
     host: str | None = None
+    node: str | None = None
     failure: str | None = None
     seed_config: str | None = None
     datetime_start: Any = None
@@ -124,7 +126,7 @@ def record_of(trial: Any) -> TrialRecord:
         values=list(trial.values) if trial.values is not None else None, params=dict(trial.params),
         config=attrs.get(CONFIG, {}), training=attrs.get(TRAINING, {}), costs=attrs.get(COSTS, {}),
         constraints=dict(trial.constraints), epochs=attrs.get(EPOCHS, []), wall_time=attrs.get(WALL_TIME),
-        host=attrs.get(HOST), failure=attrs.get(FAILURE), seed_config=attrs.get(SEED_CONFIG),
+        host=attrs.get(HOST), node=attrs.get(NODE), failure=attrs.get(FAILURE), seed_config=attrs.get(SEED_CONFIG),
         datetime_start=trial.datetime_start, datetime_complete=trial.datetime_complete)
 
 

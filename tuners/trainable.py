@@ -51,7 +51,10 @@ def run_trial(config: dict[str, Any], spec: dict[str, Any], cpus: float = 1.0) -
 
     from trainers.loop import TrainingError, TrainSettings, train
 
+    import ray
+
     host = socket.gethostname()
+    node = ray.get_runtime_context().get_node_id()  # tells apart two nodes on one host
     study = _study(spec)
     point = study.space.resolve(params_of(config))
     settings = TrainSettings.from_dict({
@@ -59,11 +62,11 @@ def run_trial(config: dict[str, Any], spec: dict[str, Any], cpus: float = 1.0) -
         "epochs": study.budget.epochs, "seed": int(config.get(SEED, 0))})
     task, data = _task_and_data(study, seed=0)  # the data split is fixed; the seed varies the training
     try:
-        train(point.config, task, settings, callback=lambda r: tune.report({**r, "host": host}),
+        train(point.config, task, settings, callback=lambda r: tune.report({**r, "host": host, "node": node}),
               progress=False, data=data)
     except TrainingError as exc:
-        tune.report({"epoch": exc.epoch, "lwnas_failed": str(exc), "host": host})
+        tune.report({"epoch": exc.epoch, "lwnas_failed": str(exc), "host": host, "node": node})
     except Exception as exc:
-        tune.report({"lwnas_error": f"{type(exc).__name__}: {exc}", "host": host,
+        tune.report({"lwnas_error": f"{type(exc).__name__}: {exc}", "host": host, "node": node,
                      "lwnas_traceback": traceback.format_exc(limit=8)})
         raise
