@@ -60,12 +60,15 @@ class SweepProgress(Callback):
         print_front(self.ot_study, self.study, self.out)
         name = self.ot_study.study_name
         url = masked(storage)
+        if url != storage:  # never print the password; point at the environment variable instead
+            self.out.print("(set LWNAS_STORAGE to the storage URL; the commands below then need no --storage)")
+            url = '"$LWNAS_STORAGE"'
         if interrupted:
             self.out.print(f"[yellow]stopped before the budget was spent[/yellow]; continue with: "
                            f"lwnas resume {name} --storage {url}")
         self.out.print(f"status: lwnas status {name} --storage {url}\n"
-                       f"dashboard: lwnas dashboard --storage {url}\n"
-                       f"export the front: lwnas export {name} --trials pareto --storage {url} -o exported/")
+                       f"export the front: lwnas export {name} --trials pareto --storage {url} -o exported/\n"
+                       f"open in Optuna: optuna.load_study(study_name={name!r}, storage=<the storage URL>)")
 
 
 def print_front(ot_study: optuna.Study, study: Study | None, out: Console) -> None:
