@@ -67,6 +67,8 @@ class StudySearcher(OptunaSearch):
     # ---- suggesting ---------------------------------------------------------------------------
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
         for _ in range(MAX_REJECTIONS):
+            if not self._propose(trial_id):
+                return None  # the proposer has nothing now (Ray asks again later)
             ot_trial = self._ot_study.ask()
             params = self._suggest_from_define_by_run_func(self._space, ot_trial)
             point = self.study.space.resolve(params)
@@ -81,8 +83,16 @@ class StudySearcher(OptunaSearch):
                 self._ot_trials[trial_id] = ot_trial
                 return {**params, NUMBER: ot_trial.number, SEED: self.study.tuner.seed + ot_trial.number}
             self._tell_infeasible(ot_trial, verdict)
+            self._rejected(trial_id)
         raise InfeasibleStudyError(f"{MAX_REJECTIONS} points in a row broke the constraints "
                                    f"({self.static.summary()['reasons']}); relax them or narrow the space")
+
+    def _propose(self, trial_id: str) -> bool:
+        """Hook before each ask (another proposer enqueues its point here); False: nothing to propose."""
+        return True
+
+    def _rejected(self, trial_id: str) -> None:
+        """Hook after a proposed point was found infeasible."""
 
     def _tell_infeasible(self, ot_trial: optuna.Trial, verdict) -> None:
         """Record a point that is never trained: its costs are real, its task metric the worst value."""

@@ -53,8 +53,7 @@ def make_sampler(study: Study) -> optuna.samplers.BaseSampler:
         return optuna.samplers.GPSampler(seed=t.seed, n_startup_trials=max(2, min(10, trials // 3)))
     if t.sampler == "random":
         return optuna.samplers.RandomSampler(seed=t.seed)
-    raise SweepError(f"sampler {t.sampler!r} runs through NNI, which this version does not drive yet; "
-                     "use nsga2, tpe, gp or random")
+    return optuna.samplers.RandomSampler(seed=t.seed)  # NNI proposes; Optuna only records
 
 
 def open_study_storage(study: Study, options: SweepOptions, resume: bool) -> optuna.Study:
@@ -111,8 +110,6 @@ def run_sweep(study: Study, options: SweepOptions, resume: bool = False) -> optu
     from .searcher import StudySearcher
     from .trainable import run_trial
 
-    if study.tuner.sampler in SAMPLERS_NEEDING_NNI:
-        make_sampler(study)  # raises with the explanation
     out = Console(stderr=True, soft_wrap=True)
     ot_study = open_study_storage(study, options, resume)
     requeued = requeue_interrupted(ot_study) if resume else []
@@ -125,7 +122,15 @@ def run_sweep(study: Study, options: SweepOptions, resume: bool = False) -> optu
         return ot_study
     task = make_task(study)
     static = StaticCosts(study, task)
-    searcher = StudySearcher(study, ot_study, static)
+    if study.tuner.sampler in SAMPLERS_NEEDING_NNI:
+        from .nni_searcher import NNISearcher
+
+        try:
+            searcher = NNISearcher(study, ot_study, static)
+        except ImportError as exc:
+            raise SweepError(str(exc)) from None
+    else:
+        searcher = StudySearcher(study, ot_study, static)
     scheduler = MOASHA.for_study(study) if study.tuner.scheduler == "mo-asha" else None
     concurrent = options.max_concurrent or study.tuner.max_concurrent
     _init_ray(options.address, study)
