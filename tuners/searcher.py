@@ -106,18 +106,28 @@ class StudySearcher(OptunaSearch):
     # ---- results ------------------------------------------------------------------------------
     def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
         self._last[trial_id] = result
+        self._record_epoch(trial_id, result)
+
+    def _record_epoch(self, trial_id: str, result: dict[str, Any]) -> None:
+        """Append an epoch's metrics once (a scheduler's STOP sends its result to on_trial_complete only)."""
         if "lwnas_failed" in result or "lwnas_error" in result or trial_id not in self._ot_trials:
             return
-        epoch = {k: v for k, v in result.items() if k == "epoch" or k.startswith("val_") or k in
-                 ("train_loss", "epoch_time", "wall_time", "samples_per_s", "lr")}
-        self._epochs.setdefault(trial_id, []).append(epoch)
-        self._ot_trials[trial_id].set_user_attr(keys.EPOCHS, keys.plain(self._epochs[trial_id]))
+        if "epoch" not in result or not any(k.startswith("val_") for k in result):
+            return
+        epochs = self._epochs.setdefault(trial_id, [])
+        if epochs and epochs[-1]["epoch"] >= result["epoch"]:
+            return
+        epochs.append({k: v for k, v in result.items() if k == "epoch" or k.startswith("val_") or k in
+                       ("train_loss", "epoch_time", "wall_time", "samples_per_s", "lr")})
+        self._ot_trials[trial_id].set_user_attr(keys.EPOCHS, keys.plain(epochs))
 
     def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
         if trial_id in self._completed_trials or trial_id not in self._ot_trials:
             return
         ot_trial = self._ot_trials[trial_id]
         last = {**self._last.get(trial_id, {}), **(result or {})}
+        if result:
+            self._record_epoch(trial_id, result)
         epochs = self._epochs.get(trial_id, [])
         ot_trial.set_user_attr(keys.BUDGET_USED, len(epochs))
         if epochs:

@@ -8,8 +8,11 @@ the chosen scheduler (``none`` or ``mo-asha``) stops unpromising trials early.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,7 +74,9 @@ def open_study_storage(study: Study, options: SweepOptions, resume: bool) -> opt
                          f"`lwnas resume {name}`, or give this sweep another --name")
     ot_study = optuna.create_study(study_name=name, storage=storage, directions=directions,
                                    sampler=make_sampler(study))
-    ot_study.set_metric_names([o.metric for o in study.objectives])
+    with warnings.catch_warnings():  # experimental in Optuna 5, and what optuna-dashboard reads
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        ot_study.set_metric_names([o.metric for o in study.objectives])
     ot_study.set_user_attr(keys.STUDY_SPEC, keys.plain({**study.source, "name": name}))
     ot_study.set_user_attr(keys.STUDY_OBJECTIVES, [[o.metric, o.direction] for o in study.objectives])
     ot_study.set_user_attr(keys.STUDY_VERSION, _version())
@@ -111,6 +116,7 @@ def run_sweep(study: Study, options: SweepOptions, resume: bool = False) -> optu
     from .trainable import run_trial
 
     out = Console(stderr=True, soft_wrap=True)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
     ot_study = open_study_storage(study, options, resume)
     requeued = requeue_interrupted(ot_study) if resume else []
     if requeued:
@@ -149,7 +155,8 @@ def run_sweep(study: Study, options: SweepOptions, resume: bool = False) -> optu
                                   failure_config=tune.FailureConfig(max_failures=study.tuner.max_failures)))
     out.print(f"sweep {ot_study.study_name!r}: {remaining} trials, up to {concurrent} at a time, "
               f"{study.tuner.sampler} sampler, scheduler {study.tuner.scheduler}; storage {masked(options.storage)}")
-    tuner.fit()
+    with contextlib.redirect_stdout(sys.stderr):  # Ray prints its banners to stdout; keep stdout for results
+        tuner.fit()
     progress.finish(interrupted=counted_trials(ot_study) < budget, storage=options.storage)
     return ot_study
 

@@ -1,0 +1,297 @@
+"""The dashboard's data: studies in storage and their trials as pandas frames, read through ``tuners``.
+
+Nothing here writes to storage. A ``TrialCache`` keeps one study's trials and refreshes them
+incrementally: finished trials never change, so a refresh asks only for trials that were running
+and for trial numbers it has not seen (two small queries when nothing happened), which keeps a
+live dashboard cheap on a study of thousands of trials.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import threading
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import optuna
+import pandas as pd
+from optuna.trial import TrialState
+
+from tuners import storage as keys
+from tuners.pareto import front_candidates, hypervolume, reference_point
+from tuners.storage import StorageError, TrialRecord, masked, open_storage, record_of
+
+OPEN_STATES = (TrialState.RUNNING, TrialState.WAITING)
+COST_METRICS = ("params", "madds", "memory")
+RECENT = 8  # newest trials whose times give a study's last update in the picker
+
+
+def connect(url: str) -> Any:
+    """Open ``url`` for reading; a missing SQLite file is an error here, not a new empty database."""
+    if url.startswith("sqlite:///") and ":memory:" not in url:
+        path = url[len("sqlite:///"):].split("?", 1)[0]
+        if path and not path.startswith("file:") and not Path(path).is_file():
+            raise StorageError(f"no database at {masked(url)}: {Path(path).resolve()} does not exist. Start a "
+                               f"sweep with `lwnas sweep STUDY.yaml --storage {masked(url)}` or pass --storage.")
+    return open_storage(url)
+
+
+def objectives_of(storage: Any, name: str, user_attrs: dict[str, Any], directions: list) -> list[tuple[str, str]]:
+    """``[(metric, direction), ...]`` of a study, in Optuna's value order."""
+    stored = user_attrs.get(keys.STUDY_OBJECTIVES)
+    if stored and len(stored) == len(directions):
+        return [(str(m), str(d)) for m, d in stored]
+    names = optuna.load_study(study_name=name, storage=storage).metric_names
+    names = names or [f"objective_{i}" for i in range(len(directions))]
+    return [(n, _direction(d)) for n, d in zip(names, directions)]
+
+
+def _direction(d: optuna.study.StudyDirection) -> str:
+    return "maximize" if d == optuna.study.StudyDirection.MAXIMIZE else "minimize"
+
+
+def count_trials(storage: Any, study_id: int, at_least: int = 0) -> int:
+    """Trials in a study without loading them: numbers are 0..n-1, so search for the first missing one."""
+    def exists(number: int) -> bool:
+        try:
+            storage.get_trial_id_from_study_id_trial_number(study_id, number)
+            return True
+        except KeyError:
+            return False
+
+    low, step = at_least, 1  # every number below `low` exists
+    while exists(low + step - 1):
+        low, step = low + step, step * 2
+    high = low + step - 1  # this one is missing
+    while low < high:
+        mid = (low + high) // 2
+        low, high = (mid + 1, high) if exists(mid) else (low, mid)
+    return low
+
+
+def _last_time(trial: optuna.trial.FrozenTrial) -> dt.datetime | None:
+    return trial.datetime_complete or trial.datetime_start
+
+
+def list_studies(url: str) -> pd.DataFrame:
+    """One row per study: name, trials, state, objectives, last update (a few queries per study)."""
+    storage = connect(url)
+    rows = []
+    for frozen in storage.get_all_studies():
+        sid = storage.get_study_id_from_name(frozen.study_name)
+        n = count_trials(storage, sid)
+        running = storage.get_all_trials(sid, deepcopy=False, states=OPEN_STATES)
+        recent = [storage.get_trial(storage.get_trial_id_from_study_id_trial_number(sid, i))
+                  for i in range(max(0, n - RECENT), n)]
+        times = [t for t in map(_last_time, [*recent, *running]) if t is not None]
+        objectives = objectives_of(storage, frozen.study_name, frozen.user_attrs, frozen.directions)
+        rows.append({"study": frozen.study_name, "trials": n,
+                     "state": "running" if running else ("empty" if n == 0 else "finished"),
+                     "objectives": ", ".join(f"{m} {'↑' if d == 'maximize' else '↓'}" for m, d in objectives),
+                     "last update": max(times) if times else None})
+    return pd.DataFrame(rows, columns=["study", "trials", "state", "objectives", "last update"])
+
+
+def plot_value(record: TrialRecord, index: int, metric: str) -> float:
+    """What a trial shows on a metric's axis: its objective value, else its static cost, else the
+    metric at its last trained epoch (pruned, failed); NaN where it has none (never trained)."""
+    if record.values is not None and math.isfinite(record.values[index]):
+        return float(record.values[index])
+    if metric in record.costs:
+        return float(record.costs[metric])
+    for epoch in reversed(record.epochs):
+        value = epoch.get(f"val_{metric}")
+        if value is not None and math.isfinite(value):
+            return float(value)
+    return math.nan
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, (list, tuple, dict)):
+        return str(list(value) if isinstance(value, tuple) else value)
+    return value
+
+
+@dataclass
+class StudyData:
+    """One study as loaded at one moment: plain records plus a frame for tables and plots."""
+
+    name: str
+    objectives: list[tuple[str, str]]
+    spec: dict[str, Any]
+    rejected: dict[str, Any] | None
+    records: list[TrialRecord]
+    version: int = 0
+    knobs: list[str] = field(default_factory=list)
+    _fronts: dict[tuple[str, ...], list[TrialRecord]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        seen: dict[str, None] = {}
+        for r in sorted(self.records, key=lambda r: -len(r.config)):  # the fullest config gives the order
+            seen.update(dict.fromkeys([*r.config, *r.training]))
+        self.knobs = [k for k in seen if k not in self.metrics]
+
+    @property
+    def metrics(self) -> list[str]:
+        return [m for m, _ in self.objectives]
+
+    @property
+    def directions(self) -> list[str]:
+        return [d for _, d in self.objectives]
+
+    @property
+    def running(self) -> int:
+        return sum(r.state in ("RUNNING", "WAITING") for r in self.records)
+
+    @cached_property
+    def by_number(self) -> dict[int, TrialRecord]:
+        return {r.number: r for r in self.records}
+
+    @cached_property
+    def candidates(self) -> list[TrialRecord]:
+        """Trials that may be on a front (complete, feasible, finite values)."""
+        return front_candidates(self.records)
+
+    @cached_property
+    def reference_point(self) -> list[float]:
+        return reference_point(self.records, self.objectives)
+
+    @cached_property
+    def frame(self) -> pd.DataFrame:
+        """One row per trial: number, outcome, objectives, costs, knobs, time, host, failure."""
+        costs = [c for c in COST_METRICS if c not in self.metrics and any(c in r.costs for r in self.records)]
+        rows = []
+        for r in self.records:
+            row: dict[str, Any] = {"trial": r.number, "outcome": r.outcome, "state": r.state}
+            for i, metric in enumerate(self.metrics):
+                value = r.values[i] if r.values is not None else math.nan
+                row[metric] = float(r.costs.get(metric, value)) if metric in COST_METRICS else value
+            row.update({c: r.costs.get(c, math.nan) for c in costs})
+            row.update({"epochs": len(r.epochs), "wall_time": r.wall_time, "host": r.host,
+                        "failure": r.failure, "started": r.datetime_start, "completed": r.datetime_complete})
+            rows.append(row)
+        frame = pd.DataFrame(rows, columns=["trial", "outcome", "state", *self.metrics, *costs,
+                                            "epochs", "wall_time", "host", "failure", "started", "completed"])
+        for metric in self.metrics:  # the worst value of an infeasible trial is not a measurement
+            frame[metric] = frame[metric].astype(float).replace([np.inf, -np.inf], np.nan)
+        knobs = pd.DataFrame({k: self.knob_values(k) for k in self.knobs}, index=frame.index, dtype=object)
+        at = 3 + len(self.metrics) + len(costs)  # knobs after the objectives and costs
+        frame = pd.concat([frame.iloc[:, :at], knobs.infer_objects(), frame.iloc[:, at:]], axis=1)
+        return frame
+
+    def knob_values(self, knob: str) -> list[Any]:
+        """A knob's value in every trial, one type per column: mixed or missing values become text."""
+        values = [_cell({**r.config, **r.training}.get(knob)) for r in self.records]
+        if None in values or len({type(v) for v in values}) > 1:
+            values = ["—" if v is None else str(v) for v in values]
+        return values
+
+    @cached_property
+    def varying_knobs(self) -> list[str]:
+        """Knobs whose value differs between trials (the rest are the same in every trial)."""
+        return [k for k in self.knobs if len(set(map(str, self.knob_values(k)))) > 1]
+
+    def front(self, metrics: list[str] | None = None) -> list[TrialRecord]:
+        """Non-dominated candidates over ``metrics`` (all objectives by default), sorted by the first."""
+        return self._front(tuple(metrics or self.metrics))
+
+    def _front(self, metrics: tuple[str, ...]) -> list[TrialRecord]:
+        if metrics not in self._fronts:
+            idx = [self.metrics.index(m) for m in metrics]
+            self._fronts[metrics] = non_dominated(self.candidates, idx, [self.directions[i] for i in idx])
+        return self._fronts[metrics]
+
+    @cached_property
+    def hypervolume_over_trials(self) -> pd.DataFrame:
+        """Hypervolume of the trials up to each trial number (incremental; equals tuners.pareto's)."""
+        ref = self.reference_point
+        candidates = {r.number for r in self.candidates}
+        front: list[TrialRecord] = []
+        current, rows = 0.0, []
+        signs = np.array([-1.0 if d == "maximize" else 1.0 for d in self.directions])
+        for r in sorted(self.records, key=lambda r: r.number):
+            if r.number in candidates:
+                p = np.asarray(r.values) * signs
+                if not any(np.all(np.asarray(f.values) * signs <= p) for f in front):
+                    front = [f for f in front if not np.all(p <= np.asarray(f.values) * signs)] + [r]
+                    current = hypervolume(front, self.objectives, ref)
+            rows.append((r.number, current))
+        return pd.DataFrame(rows, columns=["trial", "hypervolume"])
+
+
+def non_dominated(records: list[TrialRecord], idx: list[int], directions: list[str]) -> list[TrialRecord]:
+    """Records not dominated on the objectives ``idx`` (weakly worse everywhere, strictly somewhere)."""
+    if not records:
+        return []
+    signs = np.array([-1.0 if d == "maximize" else 1.0 for d in directions])
+    points = np.array([[r.values[i] for i in idx] for r in records], dtype=float) * signs
+    order = np.lexsort(points.T[::-1])  # by the first objective, then the next: a dominator comes first
+    keep: list[int] = []
+    for i in order:
+        p = points[i]
+        kept = points[keep] if keep else np.empty((0, len(idx)))
+        if not np.any(np.all(kept <= p, axis=1) & np.any(kept < p, axis=1)):
+            keep.append(i)
+    return sorted((records[i] for i in keep), key=lambda r: r.values[idx[0]])
+
+
+class TrialCache:
+    """One study's trials, refreshed incrementally (thread-safe: Streamlit sessions share it)."""
+
+    def __init__(self, url: str, name: str):
+        self.url, self.name = url, name
+        self._lock = threading.Lock()
+        self._storage: Any = None
+        self._study_id: int | None = None
+        self._records: dict[int, TrialRecord] = {}
+        self._data: StudyData | None = None
+
+    def load(self) -> StudyData:
+        """The study as it is now (a full read the first time, then only what changed)."""
+        with self._lock:
+            storage = self._storage = self._storage or connect(self.url)
+            study_id = storage.get_study_id_from_name(self.name)  # KeyError: no such study
+            if study_id != self._study_id:  # first load, or the study was deleted and created again
+                self._study_id, self._records, self._data = study_id, {}, None
+                trials = storage.get_all_trials(study_id, deepcopy=False)
+                changed = True
+            else:
+                trials = self._changed_trials(storage, study_id)
+                changed = bool(trials)
+            self._records.update({t.number: record_of(t) for t in trials})
+            if changed or self._data is None:
+                self._data = self._study_data(storage, study_id)
+            return self._data
+
+    def _changed_trials(self, storage: Any, study_id: int) -> list[optuna.trial.FrozenTrial]:
+        """Trials that are new or were not finished at the last load."""
+        open_now = storage.get_all_trials(study_id, deepcopy=False, states=OPEN_STATES)
+        known = len(self._records)
+        was_open = [n for n, r in self._records.items() if r.state in ("RUNNING", "WAITING")]
+        numbers = set(range(known, count_trials(storage, study_id, known))) | set(was_open)
+        numbers -= {t.number for t in open_now}
+        fetched = [storage.get_trial(storage.get_trial_id_from_study_id_trial_number(study_id, n))
+                   for n in sorted(numbers)]
+        # a running trial changed only if its record did (new epochs, new attributes)
+        moved = [t for t in open_now if t.number not in self._records or record_of(t) != self._records[t.number]]
+        return fetched + moved
+
+    def _study_data(self, storage: Any, study_id: int) -> StudyData:
+        attrs = storage.get_study_user_attrs(study_id)
+        objectives = objectives_of(storage, self.name, attrs, storage.get_study_directions(study_id))
+        version = (self._data.version + 1) if self._data else 0
+        return StudyData(self.name, objectives, attrs.get(keys.STUDY_SPEC) or {}, attrs.get(keys.STUDY_REJECTED),
+                         [self._records[n] for n in sorted(self._records)], version)
+
+
+def export_records(url: str, name: str, numbers: list[int]) -> tuple[optuna.Study, list[TrialRecord]]:
+    """The study and fresh records of trials ``numbers`` (read now, as ``lwnas export`` would)."""
+    storage = connect(url)
+    ot_study = optuna.load_study(study_name=name, storage=storage)
+    study_id = storage.get_study_id_from_name(name)
+    return ot_study, [record_of(storage.get_trial(storage.get_trial_id_from_study_id_trial_number(study_id, n)))
+                      for n in numbers]

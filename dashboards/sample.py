@@ -1,0 +1,193 @@
+"""A synthetic sweep written straight into storage, for trying the dashboard, its tests and its bench.
+
+The trials carry exactly the record a real sweep writes (``tuners.storage`` keys, Optuna constraints,
+the outcome mapping of ``tuners.searcher``), but nothing is trained: configurations are drawn from the
+quickstart space and the metrics come from a made-up formula, so thousands of trials take seconds.
+
+    python -m dashboards.sample sqlite:///demo.db --trials 300
+    lwnas dashboard --storage sqlite:///demo.db
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import math
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.trial import TrialState
+
+from tuners import storage as keys
+
+MAX_PARAMS = 80_000  # the constraint: larger points are infeasible and never trained
+EPOCHS = 10
+DIRECTIONS = {"accuracy": "maximize", "params": "minimize", "madds": "minimize"}
+DISTRIBUTIONS = {
+    "d_model": CategoricalDistribution((32, 64)), "layers": IntDistribution(1, 2),
+    "g_mha": CategoricalDistribution((True, False)), "g_ffn": CategoricalDistribution((True, False)),
+    "groups": CategoricalDistribution((2, 4)), "weight_sharing": CategoricalDistribution((True, False)),
+    "layer_sharing": CategoricalDistribution(("none", "albert")),
+    "attention": CategoricalDistribution(("standard", "coupled")),
+    "pooling": CategoricalDistribution(("mean", "sketch")), "sketch_n": IntDistribution(2, 8),
+    "sketch_k": CategoricalDistribution((4, 8)), "lr": FloatDistribution(5e-4, 5e-3, log=True),
+}
+FAILURES = ("loss became NaN at epoch {e}", "the trial's worker died (see Ray's log)",
+            "out of memory at epoch {e}")
+
+
+def study_spec(name: str, objectives: tuple[str, ...]) -> dict[str, Any]:
+    """The study file a real sweep would have stored (``lwnas:study``)."""
+    return {"name": name, "description": "synthetic trials (dashboards.sample): nothing was trained",
+            "task": "digits", "objectives": [{"metric": m, "direction": DIRECTIONS[m]} for m in objectives],
+            "constraints": {"params": {"max": MAX_PARAMS}}, "budget": {"trials": 0, "epochs": EPOCHS},
+            "tuner": {"sampler": "nsga2", "scheduler": "none", "max_concurrent": 2, "seed": 0},
+            "training": {"batch_size": 64, "threads": 1}, "space": {"d_model": {"choice": [32, 64]}}}
+
+
+def draw_params(rng: np.random.Generator) -> dict[str, Any]:
+    """Active params of one point of the quickstart space (conditional knobs only where active)."""
+    p: dict[str, Any] = {"d_model": int(rng.choice([32, 64])), "layers": int(rng.integers(1, 3)),
+                         "g_mha": bool(rng.random() < 0.5), "g_ffn": bool(rng.random() < 0.5)}
+    if p["g_mha"] or p["g_ffn"]:
+        p["groups"] = int(rng.choice([2, 4]))
+        p["weight_sharing"] = bool(rng.random() < 0.5)
+    p["layer_sharing"] = str(rng.choice(["none", "albert"]))
+    p["attention"] = str(rng.choice(["standard", "coupled"]))
+    p["pooling"] = str(rng.choice(["mean", "sketch"]))
+    if p["pooling"] == "sketch":
+        p["sketch_n"], p["sketch_k"] = int(rng.integers(2, 9)), int(rng.choice([4, 8]))
+    p["lr"] = float(math.exp(rng.uniform(math.log(5e-4), math.log(5e-3))))
+    return p
+
+
+def config_of(p: dict[str, Any]) -> dict[str, Any]:
+    """The full ArchConfig dict of ``p`` (what ``tuners.searcher`` stores under ``config``)."""
+    groups = p.get("groups", 1)
+    config: dict[str, Any] = {
+        "family": "encoder", "d_model": p["d_model"], "heads": 4, "layers": p["layers"], "dropout": 0.1,
+        "groups": groups, "g_mha": p["g_mha"], "g_ffn": p["g_ffn"], "weight_sharing": p.get("weight_sharing", False),
+        "qk_expansion": 1, "g_lml": False, "g_il": False}
+    if p["layer_sharing"] == "albert":
+        config["layer_sharing"] = f"(0x{p['layers']})"
+    config.update({"attention_sharing": "none", "attention": p["attention"], "pooling": p["pooling"]})
+    if p["pooling"] == "sketch":
+        config.update({"sketch_n": p["sketch_n"], "sketch_k": p["sketch_k"], "sketch_d": 8})
+    config.update({"grid": [4, 4], "patch_features": 4, "num_classes": 10})
+    return config
+
+
+def costs_of(p: dict[str, Any]) -> dict[str, float]:
+    """Made-up but plausible parameter and MAdds counts (the shape of the real cost model)."""
+    d, g = p["d_model"], p.get("groups", 1)
+    shared_groups = g if p.get("weight_sharing") else 1
+    attention = d * d + 3 * d * d // ((g if p["g_mha"] else 1) * (shared_groups if p["g_mha"] else 1))
+    ffn = 4 * d * d + 4 * d * d // (g if p["g_ffn"] else 1)
+    distinct = 1 if p["layer_sharing"] == "albert" else p["layers"]
+    sketch = d * p["sketch_n"] * p["sketch_k"] * 8 if p["pooling"] == "sketch" else 0
+    params = distinct * (attention + ffn + 4 * d) + 4 * d + 10 * d + sketch
+    madds = 16 * p["layers"] * (attention + ffn) + 16 * sketch
+    return {"params": int(params), "madds": int(madds)}
+
+
+def accuracy_of(p: dict[str, Any], params: float, rng: np.random.Generator) -> float:
+    lr_penalty = 0.04 * abs(math.log(p["lr"] / 2e-3))
+    acc = 0.93 - 0.45 * math.exp(-params / 30_000) - lr_penalty - 0.02 * (p["attention"] == "coupled")
+    return float(np.clip(acc + rng.normal(0, 0.03), 0.1, 0.99))
+
+
+def learning_curve(final: float, epochs: int, rng: np.random.Generator) -> list[dict[str, Any]]:
+    """Per-epoch records like ``tuners.searcher`` stores; the last val_accuracy is ``final``."""
+    out, wall = [], 0.0
+    for e in range(1, epochs + 1):
+        progress = 1 - math.exp(-e / 2.5)
+        epoch_time = float(rng.uniform(0.2, 0.6))
+        wall += epoch_time
+        acc = final if e == EPOCHS else float(0.1 + (final - 0.1) * progress / (1 - math.exp(-EPOCHS / 2.5)))
+        out.append({"epoch": e, "train_loss": round(2.3 * (1 - 0.8 * progress) + rng.normal(0, 0.02), 6),
+                    "val_accuracy": acc, "val_loss": round(2.2 * (1 - 0.75 * progress), 6), "lr": 2e-3,
+                    "epoch_time": epoch_time, "samples_per_s": 1437 / epoch_time, "wall_time": wall})
+    return out
+
+
+def make_trial(number: int, objectives: tuple[str, ...], rng: np.random.Generator, start: dt.datetime,
+               outcome: str | None = None) -> optuna.trial.FrozenTrial:
+    """One finished trial with lwnas's full record; ``outcome`` forces its outcome."""
+    p = draw_params(rng)
+    costs = costs_of(p)
+    violation = float(costs["params"] - MAX_PARAMS)
+    if outcome is None:
+        u = rng.random()
+        outcome = ("infeasible" if violation > 0 else "failed" if u < 0.05 else "pruned" if u < 0.15
+                   else "complete")
+    attrs: dict[str, Any] = {keys.CONFIG: config_of(p), keys.TRAINING: {"lr": p["lr"]}, keys.COSTS: costs,
+                             keys.OUTCOME: outcome, keys.HOST: "sample-host"}
+    if number == 0:
+        attrs[keys.SEED_CONFIG] = "baseline"
+    state, values, epochs = TrialState.COMPLETE, None, []
+    if outcome == "infeasible":
+        attrs[keys.FAILURE] = f"breaks params <= {MAX_PARAMS:g}"
+        values = [costs[m] if m in costs else -math.inf for m in objectives]
+    else:
+        final = accuracy_of(p, costs["params"], rng)
+        trained = {"complete": EPOCHS, "pruned": int(rng.integers(1, 4)), "failed": int(rng.integers(0, 5))}[outcome]
+        epochs = learning_curve(final, trained, rng)
+        attrs.update({keys.EPOCHS: epochs, keys.BUDGET_USED: len(epochs)})
+        if epochs:
+            attrs[keys.WALL_TIME] = epochs[-1]["wall_time"]
+        if outcome == "complete":
+            values = [costs[m] if m in costs else epochs[-1][f"val_{m}"] for m in objectives]
+        else:
+            state = TrialState.PRUNED if outcome == "pruned" else TrialState.FAIL
+        if outcome == "failed":
+            attrs[keys.FAILURE] = str(rng.choice(FAILURES)).format(e=len(epochs) + 1)
+    trial = optuna.trial.create_trial(
+        state=state, values=values, params=p, distributions={k: DISTRIBUTIONS[k] for k in p},
+        user_attrs=keys.plain(attrs), system_attrs={"constraints:params": violation})
+    trial.datetime_start = start
+    trial.datetime_complete = start + dt.timedelta(seconds=attrs.get(keys.WALL_TIME) or 0.01)
+    return trial
+
+
+def seed_study(storage: Any, name: str = "sample", trials: int = 200, seed: int = 0,
+               objectives: tuple[str, ...] = ("accuracy", "params"), outcome: str | None = None) -> optuna.Study:
+    """Create study ``name`` in ``storage`` (a URL or Optuna storage) with ``trials`` synthetic trials.
+
+    Args:
+        storage: where to write (``sqlite:///demo.db``, ``postgresql://...`` or an Optuna storage).
+        name: the study's name.
+        trials: how many trials (0 gives an empty study).
+        seed: the random seed; one seed always writes the same trials.
+        objectives: metrics among accuracy, params and madds.
+        outcome: give every trial this outcome (complete, infeasible, pruned or failed).
+    """
+    ot_study = optuna.create_study(study_name=name, storage=storage,
+                                   directions=[DIRECTIONS[m] for m in objectives])
+    ot_study.set_metric_names(list(objectives))
+    ot_study.set_user_attr(keys.STUDY_SPEC, study_spec(name, objectives))
+    ot_study.set_user_attr(keys.STUDY_OBJECTIVES, [[m, DIRECTIONS[m]] for m in objectives])
+    ot_study.set_user_attr(keys.STUDY_VERSION, "sample")
+    rng = np.random.default_rng(seed)
+    start = dt.datetime(2026, 1, 1, 9, 0, 0)
+    ot_study.add_trials([make_trial(i, objectives, rng, start + dt.timedelta(seconds=3 * i), outcome)
+                         for i in range(trials)])
+    return ot_study
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("storage", help="storage URL, e.g. sqlite:///demo.db")
+    parser.add_argument("--name", default="sample")
+    parser.add_argument("--trials", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--objectives", default="accuracy,params", help="comma-separated: accuracy, params, madds")
+    args = parser.parse_args()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    seed_study(args.storage, args.name, args.trials, args.seed, tuple(args.objectives.split(",")))
+    print(f"wrote {args.trials} trials to study {args.name!r}")
+
+
+if __name__ == "__main__":
+    main()
