@@ -310,8 +310,9 @@ def _parse_knob(name: str, spec: Any, family: str, problems: list[Problem]) -> K
         problems.append((path, "is an input size the task fixes; it can be set to one value, not searched"))
         return None
     bad = [(v, m) for v in domain.values() if (m := _value_problem(name, v, family))]
+    key = _domain_key(spec)
     for value, message in bad:
-        problems.append(((*path, _domain_key(spec)), message))
+        problems.append(((*path, key) if key else path, message))
     if default is not None and (m := _value_problem(name, default, family)):
         problems.append(((*path, "default"), f"default: {m}"))
     if bad:

@@ -175,6 +175,8 @@ def _check_component(space: SearchSpace, members: set[str], rules: list[str]) ->
         example = ", ".join(f"{k}: {show_value(v)}" for k, v in chosen.items() if k in RULES[rule] | members)
         where = knob if knob in space.names else next(n for n in sorted(RULES[rule]) if n in space.names)
         bad_values = sorted(f"`{n}: {v}`" for n, v in hopeless if n in RULES[rule])
+        if bad_values:  # point at the knob whose value is at fault
+            where = sorted(n for n, _ in hopeless if n in RULES[rule])[0]
         head = (f"{', '.join(bad_values)} can never be valid" if bad_values
                 else f"{len(cases)} of {total} combinations break a rule")
         problems.append((("space", where), f"{head}: `{knob}` {message} (e.g. {example or 'as set'}); "

@@ -157,7 +157,7 @@ def study_from_dict(data: Any, path: Path | None = None, lines: dict | None = No
     if not isinstance(task, str) or not task:
         problems.append((("task",), f"must be a built-in task name or `package.module:Class`, got {task!r}"))
     family = _family(data, task_family, problems)
-    objectives = _objectives(data.get("objectives", []), problems)
+    objectives = _objectives(data["objectives"], problems) if "objectives" in data else ()
     constraints = _constraints(data.get("constraints") or {}, problems)
     budget = _budget(data.get("budget") or {}, problems)
     tuner = _tuner(data.get("tuner") or {}, problems)
@@ -191,7 +191,13 @@ def _family(data: Mapping, task_family: FamilyOf | None, problems: list) -> str 
     family = data.get("family")
     if family is None:
         task = data.get("task")
-        from_task = task_family(task) if task_family and isinstance(task, str) and task else None
+        if not isinstance(task, str) or not task:
+            return None  # the missing or bad task is reported on its own
+        try:
+            from_task = task_family(task) if task_family else None
+        except ValueError as exc:
+            problems.append((("task",), str(exc)))
+            return None
         if from_task is None:
             problems.append((("family",), f"is needed for task {task!r}: give one of {', '.join(FAMILIES)}"))
         return from_task

@@ -51,7 +51,7 @@ def loads_located(text: str) -> tuple[Any, dict[Path_, int]]:
     if node is None:
         return None, {}
     lines: dict[Path_, int] = {}
-    _check_nodes(node, (), lines)
+    _check_nodes(node, (), lines, set())
     try:
         data = StudyLoader(text).get_single_data()
     except yaml.constructor.ConstructorError as exc:
@@ -61,9 +61,16 @@ def loads_located(text: str) -> tuple[Any, dict[Path_, int]]:
     return data, lines
 
 
-def _check_nodes(node: yaml.Node, path: Path_, lines: dict[Path_, int]) -> None:
-    """Record lines and refuse duplicate keys, walking the composed node tree."""
+def _check_nodes(node: yaml.Node, path: Path_, lines: dict[Path_, int], seen_nodes: set[int]) -> None:
+    """Record lines and refuse duplicate keys, walking the composed node tree.
+
+    An alias refers to a node already walked: it is not walked again, so nested aliases (a "billion
+    laughs" file) cost nothing.
+    """
     lines.setdefault(path, node.start_mark.line + 1)
+    if id(node) in seen_nodes:
+        return
+    seen_nodes.add(id(node))
     if isinstance(node, yaml.MappingNode):
         seen: dict[Any, int] = {}
         for key_node, value_node in node.value:
@@ -73,17 +80,19 @@ def _check_nodes(node: yaml.Node, path: Path_, lines: dict[Path_, int]) -> None:
                 raise YamlProblem(line, f"`{key}` is given twice in one mapping (first on line {seen[key]})")
             seen[key] = line
             lines[(*path, key)] = line
-            _check_nodes(value_node, (*path, key), lines)
+            _check_nodes(value_node, (*path, key), lines, seen_nodes)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _check_nodes(item, (*path, i), lines)
+            _check_nodes(item, (*path, i), lines, seen_nodes)
 
 
 def line_of(lines: dict[Path_, int], path: Path_) -> int:
     """Line of ``path`` or of its nearest recorded ancestor (0 if none)."""
     path = tuple(path)
     while path:
-        if path in lines:
-            return lines[path]
+        for candidate in (path, tuple(p if isinstance(p, int) and not isinstance(p, bool) else str(p) for p in path),
+                          tuple(map(str, path))):
+            if candidate in lines:  # keys are recorded as written: `1:` is "1", though YAML reads a number
+                return lines[candidate]
         path = path[:-1]
     return lines.get((), 0)

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from searchspace.domains import Choice, Fixed, IntRange
+from searchspace.errors import did_you_mean
 from searchspace.space import Knob, Point, SearchSpace
 from searchspace.study import Study, StudyError, load_study
 from trainers.tasks import BUILTIN_TASKS, Task, resolve_task
@@ -23,14 +24,20 @@ from .constraints import StaticCosts, Verdict
 
 
 def task_family(name: str) -> str | None:
-    """The model family of a built-in task or of a plugin class that declares one."""
+    """The model family of a built-in task or of a plugin class that declares one.
+
+    Raises ValueError for a name that is neither a built-in task nor a loadable plugin.
+    """
     if name in BUILTIN_TASKS:
         return BUILTIN_TASKS[name].family or None
+    if ":" not in name:
+        raise ValueError(f"unknown task {name!r}{did_you_mean(name, BUILTIN_TASKS)}; built-in tasks are "
+                         f"{', '.join(BUILTIN_TASKS)}, or a plugin as package.module:Class")
     module, _, attr = name.partition(":")
     try:
         family = getattr(getattr(importlib.import_module(module), attr), "family", None)
-    except (ImportError, AttributeError, ValueError):
-        return None
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"cannot load task plugin {name!r}: {exc}") from None
     return family if isinstance(family, str) and family else None
 
 
@@ -52,10 +59,11 @@ def task_problems(study: Study, task: Task) -> list[tuple[str, str]]:
         problems.append((study.where(("family",)), f"task `{study.task}` trains family `{task.family}`, "
                                                    f"but the study says `{study.family}`"))
     metrics = {task.metric: task.direction, **getattr(task, "metrics", {})}
+    as_mapping = isinstance(study.source.get("objectives"), dict)
     for i, objective in enumerate(study.objectives):
         if objective.is_cost:
             continue
-        where = study.where(("objectives", i))
+        where = study.where(("objectives", objective.metric if as_mapping else i))
         if objective.metric not in metrics:
             problems.append((where, f"task `{study.task}` reports no metric `{objective.metric}`; it reports "
                                     f"{', '.join(sorted(metrics))} (and the costs params, madds, memory)"))
@@ -114,5 +122,3 @@ def constraint_problems(study: Study, sample: list[CostedPoint]) -> list[tuple[s
     return problems
 
 
-def fixed_knobs(space: SearchSpace) -> dict:
-    return {k.name: k.domain.value for k in space.knobs if isinstance(k.domain, Fixed)}

@@ -1,0 +1,59 @@
+"""``lwnas dashboard``: serve the Streamlit dashboard over a sweep's storage."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from .storage import DEFAULT_STORAGE, masked
+from .sweep_cli import Storage
+
+err = Console(stderr=True, soft_wrap=True)
+
+
+def app_path() -> Path:
+    """The dashboard's Streamlit script (``dashboards/app.py`` beside this package)."""
+    import dashboards
+
+    return Path(dashboards.__file__).resolve().parent / "app.py"
+
+
+def streamlit_command(port: int, host: str) -> list[str]:
+    """The ``streamlit run`` command line; the storage URL travels in the environment, not in argv,
+    so a password in it never shows in ``ps``."""
+    return [sys.executable, "-m", "streamlit", "run", str(app_path()), "--server.address", host,
+            "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
+            "--client.toolbarMode", "viewer"]
+
+
+def dashboard(
+    storage: Storage = DEFAULT_STORAGE,
+    port: Annotated[int, typer.Option(help="Port to serve on.")] = 8501,
+    host: Annotated[str, typer.Option(
+        help="Address to bind. The default serves this machine only; 0.0.0.0 exposes the dashboard "
+             "(it can read every study in the storage) to the network.")] = "127.0.0.1",
+) -> None:
+    """Browse sweeps in the browser: Pareto fronts, hypervolume, trials, comparison and export.
+
+    Reads the same storage as `lwnas sweep` and never writes to it. Stop with Ctrl-C.
+    """
+    try:
+        import streamlit  # noqa: F401
+    except ImportError:
+        err.print("[red]error[/red] the dashboard needs streamlit: pip install streamlit plotly", highlight=False)
+        raise typer.Exit(1) from None
+    env = {**os.environ, "LWNAS_STORAGE": storage}
+    err.print(f"dashboard on http://{escape(host)}:{port} over {escape(masked(storage))} (Ctrl-C stops it)",
+              highlight=False)
+    try:
+        code = subprocess.call(streamlit_command(port, host), env=env)
+    except KeyboardInterrupt:
+        code = 0
+    raise typer.Exit(code)
