@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import threading
+import uuid
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -110,6 +111,12 @@ def plot_value(record: TrialRecord, index: int, metric: str) -> float:
     return math.nan
 
 
+def knobs_of(record: TrialRecord) -> dict[str, Any]:
+    """Every knob of a trial: the full configuration and training settings (sampled params where a
+    study has no lwnas record, e.g. one made by plain Optuna)."""
+    return {**record.params, **record.config, **record.training}
+
+
 def _cell(value: Any) -> Any:
     if isinstance(value, (list, tuple, dict)):
         return str(list(value) if isinstance(value, tuple) else value)
@@ -125,14 +132,15 @@ class StudyData:
     spec: dict[str, Any]
     rejected: dict[str, Any] | None
     records: list[TrialRecord]
-    version: int = 0
+    version: int = 0  # grows with each change a TrialCache sees
     knobs: list[str] = field(default_factory=list)
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)  # unique per load: a key for cached figures
     _fronts: dict[tuple[str, ...], list[TrialRecord]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         seen: dict[str, None] = {}
         for r in sorted(self.records, key=lambda r: -len(r.config)):  # the fullest config gives the order
-            seen.update(dict.fromkeys([*r.config, *r.training]))
+            seen.update(dict.fromkeys(knobs_of(r)))
         self.knobs = [k for k in seen if k not in self.metrics]
 
     @property
@@ -185,7 +193,7 @@ class StudyData:
 
     def knob_values(self, knob: str) -> list[Any]:
         """A knob's value in every trial, one type per column: mixed or missing values become text."""
-        values = [_cell({**r.config, **r.training}.get(knob)) for r in self.records]
+        values = [_cell(knobs_of(r).get(knob)) for r in self.records]
         if None in values or len({type(v) for v in values}) > 1:
             values = ["—" if v is None else str(v) for v in values]
         return values
@@ -249,6 +257,10 @@ class TrialCache:
         self._study_id: int | None = None
         self._records: dict[int, TrialRecord] = {}
         self._data: StudyData | None = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._data is not None
 
     def load(self) -> StudyData:
         """The study as it is now (a full read the first time, then only what changed)."""

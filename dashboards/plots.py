@@ -40,26 +40,33 @@ def _fmt(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
 
 
-def hover_texts(data: StudyData) -> list[str]:
-    """Hover text per trial: number, outcome, objective values and its configuration (sampled knobs)."""
-    out = []
-    for r in data.records:
-        values = " · ".join(f"{m} {_fmt(plot_value(r, i, m))}" for i, m in enumerate(data.metrics))
-        knobs = "<br>".join(f"{k}={v}" for k, v in r.params.items())
-        text = f"<b>trial {r.number}</b> ({r.outcome})<br>{values}<br>{knobs}"
-        if r.failure:
-            text += f"<br><i>{r.failure}</i>"
-        out.append(text)
-    return out
+def hover_columns(data: StudyData) -> list[str]:
+    """Columns of ``points`` that hover shows, in ``customdata`` order (the template refers to them by index,
+    so the figure carries each value once instead of a text per point)."""
+    return ["trial", "outcome", *[f"hover:{m}" for m in data.metrics], *data.varying_knobs, "note"]
+
+
+def hover_template(data: StudyData) -> str:
+    """Trial number, outcome, objective values and the configuration (every knob that varies)."""
+    columns = hover_columns(data)
+    ref = {c: f"%{{customdata[{i}]}}" for i, c in enumerate(columns)}
+    values = " · ".join(f"{m} {ref[f"hover:{m}"]}" for m in data.metrics)
+    knobs = "<br>".join(f"{k}={ref[k]}" for k in data.varying_knobs)
+    return f"<b>trial {ref['trial']}</b> ({ref['outcome']})<br>{values}<br>{knobs}<i>{ref['note']}</i><extra></extra>"
 
 
 def points(data: StudyData, metrics: list[str]) -> pd.DataFrame:
-    """Plot coordinates per trial on ``metrics`` with its category; never-trained values pinned."""
+    """Plot coordinates per trial on ``metrics`` with its category and hover columns; never-trained values
+    pinned to the axis edge."""
     front = {r.number for r in data.front(metrics)}
     frame = data.frame
-    df = pd.DataFrame({"trial": frame["trial"], "category": [
-        category(r.outcome, r.state, r.number in front) for r in data.records], "hover": hover_texts(data)})
-    note = pd.Series("", index=df.index)
+    df = pd.DataFrame({"trial": frame["trial"], "outcome": frame["outcome"], "category": [
+        category(r.outcome, r.state, r.number in front) for r in data.records]})
+    for i, m in enumerate(data.metrics):
+        df[f"hover:{m}"] = [_fmt(plot_value(r, i, m)) for r in data.records]
+    for k in data.varying_knobs:
+        df[k] = frame[k].map(str)
+    note = pd.Series([f"<br>{r.failure}" if r.failure else "" for r in data.records], index=df.index)
     for m in metrics:
         i = data.metrics.index(m)
         values = np.array([plot_value(r, i, m) for r in data.records], dtype=float)
@@ -70,7 +77,7 @@ def points(data: StudyData, metrics: list[str]) -> pd.DataFrame:
             values[missing] = lo - pad if data.directions[i] == "maximize" else hi + pad
             note[missing] = note[missing] + f"<br>{m}: never trained (drawn at the axis edge)"
         df[m] = values
-    df["hover"] = df["hover"] + note
+    df["note"] = note
     return df.dropna(subset=metrics)
 
 
@@ -90,17 +97,16 @@ def front_figure(data: StudyData, x: str, y: str, colour: str = "outcome", symbo
     df = points(data, [x, y])
     colour_col, symbol_col = _encoding(data, df, colour), _encoding(data, df, symbol)
     fig = px.scatter(
-        df, x=x, y=y, color=colour_col, symbol=symbol_col, custom_data=["trial", "hover"],
+        df, x=x, y=y, color=colour_col, symbol=symbol_col, custom_data=hover_columns(data),
         category_orders={"category": list(CATEGORIES)},
         color_discrete_map=CATEGORY_COLOURS if colour_col == "category" else None,
         symbol_map=CATEGORY_SYMBOLS if symbol_col == "category" else None,
         render_mode="webgl" if len(df) > WEBGL_ABOVE else "svg")
-    fig.update_traces(hovertemplate="%{customdata[1]}<extra></extra>", marker={"size": 8, "opacity": 0.8})
+    fig.update_traces(hovertemplate=hover_template(data), marker={"size": 8, "opacity": 0.8})
     front = df[df["trial"].isin([r.number for r in data.front([x, y])])].sort_values(x)
     fig.add_trace(go.Scatter(
-        x=front[x], y=front[y], mode="lines+markers", name=FRONT, customdata=front[["trial", "hover"]].values,
-        hovertemplate="%{customdata[1]}<extra></extra>", line={"color": "#d62728", "width": 2, "shape": "hv"
-                                                                 if False else "linear"},
+        x=front[x], y=front[y], mode="lines+markers", name=FRONT, customdata=front[hover_columns(data)].values,
+        hovertemplate=hover_template(data), line={"color": "#d62728", "width": 2},
         marker={"size": 14, "symbol": "circle-open", "color": "#d62728", "line": {"width": 2}}))
     if show_reference:
         ref = dict(zip(data.metrics, data.reference_point))
@@ -122,9 +128,9 @@ def front_3d_figure(data: StudyData, metrics: list[str], colour: str = "outcome"
     df = points(data, metrics)
     colour_col = _encoding(data, df, colour)
     fig = px.scatter_3d(df, x=metrics[0], y=metrics[1], z=metrics[2], color=colour_col,
-                        custom_data=["trial", "hover"], category_orders={"category": list(CATEGORIES)},
+                        custom_data=hover_columns(data), category_orders={"category": list(CATEGORIES)},
                         color_discrete_map=CATEGORY_COLOURS if colour_col == "category" else None)
-    fig.update_traces(hovertemplate="%{customdata[1]}<extra></extra>", marker={"size": 4})
+    fig.update_traces(hovertemplate=hover_template(data), marker={"size": 4})
     fig.update_layout(margin={"t": 30, "l": 0, "r": 0, "b": 0}, height=600, legend_title_text="")
     return fig
 

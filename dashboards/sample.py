@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -165,7 +166,9 @@ def seed_study(storage: Any, name: str = "sample", trials: int = 200, seed: int 
     """
     ot_study = optuna.create_study(study_name=name, storage=storage,
                                    directions=[DIRECTIONS[m] for m in objectives])
-    ot_study.set_metric_names(list(objectives))
+    with warnings.catch_warnings():  # experimental in Optuna 5 (as in tuners.sweep)
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        ot_study.set_metric_names(list(objectives))
     ot_study.set_user_attr(keys.STUDY_SPEC, study_spec(name, objectives))
     ot_study.set_user_attr(keys.STUDY_OBJECTIVES, [[m, DIRECTIONS[m]] for m in objectives])
     ot_study.set_user_attr(keys.STUDY_VERSION, "sample")
