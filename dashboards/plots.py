@@ -50,7 +50,7 @@ def hover_template(data: StudyData) -> str:
     """Trial number, outcome, objective values and the configuration (every knob that varies)."""
     columns = hover_columns(data)
     ref = {c: f"%{{customdata[{i}]}}" for i, c in enumerate(columns)}
-    values = " · ".join(f"{m} {ref[f"hover:{m}"]}" for m in data.metrics)
+    values = " · ".join(f"{m} {ref['hover:' + m]}" for m in data.metrics)
     knobs = "<br>".join(f"{k}={ref[k]}" for k in data.varying_knobs)
     return f"<b>trial {ref['trial']}</b> ({ref['outcome']})<br>{values}<br>{knobs}<i>{ref['note']}</i><extra></extra>"
 

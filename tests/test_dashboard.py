@@ -1,0 +1,352 @@
+"""The Streamlit dashboard, run for real with streamlit.testing's AppTest over seeded SQLite studies."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import optuna
+import pytest
+
+pytest.importorskip("streamlit")
+pytest.importorskip("plotly")
+
+from streamlit.runtime.media_file_manager import MediaFileManager  # noqa: E402
+from streamlit.testing.v1 import AppTest  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
+
+from dashboards.data import TrialCache, non_dominated  # noqa: E402
+from dashboards.sample import seed_study  # noqa: E402
+from tuners.export import export_file_name, export_text  # noqa: E402
+from tuners.pareto import hypervolume_over_trials, pareto_front  # noqa: E402
+from tuners.storage import record_of  # noqa: E402
+
+APP = Path(__file__).resolve().parent.parent / "dashboards" / "app.py"
+TIMEOUT = 120  # the first run imports plotly, pandas and torch (through tuners.export) on a busy machine
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def _study(tmp_path_factory, label: str, **kwargs) -> tuple[str, optuna.Study]:
+    url = f"sqlite:///{tmp_path_factory.mktemp(label) / 'lwnas.db'}"
+    return url, seed_study(url, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory):
+    return _study(tmp_path_factory, "seeded", name="seeded", trials=60, seed=3)
+
+
+def run_app(url: str, monkeypatch, view: str | None = None) -> AppTest:
+    """The dashboard over ``url``, run once (on tab ``view``: only the open tab runs)."""
+    monkeypatch.setenv("LWNAS_STORAGE", url)
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    if view:
+        at.session_state["view"] = view
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def chart(at: AppTest, key: str) -> dict:
+    """The plotly figure a chart sends to the browser."""
+    matches = [el for el in at.get("plotly_chart") if el.proto.id and key in el.proto.id]
+    assert len(matches) == 1, f"no single chart {key!r}"
+    return json.loads(matches[0].proto.spec)
+
+
+def values(array) -> list:
+    """A figure's data array: plotly sends numpy arrays as base64 typed arrays ({"dtype", "bdata"})."""
+    if isinstance(array, dict) and "bdata" in array:
+        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"]).tolist()
+    return list(array)
+
+
+def trials_table(at: AppTest):
+    return next(df for df in at.dataframe if df.key == "trials_table").value
+
+
+def trace_numbers(trace: dict) -> list[int]:
+    return [int(c[0]) for c in trace.get("customdata", [])]
+
+
+def test_front_points_equal_best_trials(seeded, monkeypatch):
+    url, study = seeded
+    at = run_app(url, monkeypatch)
+    assert [t.label for t in at.tabs] == ["Pareto front", "Hypervolume", "Trials", "Trial detail", "Compare",
+                                          "Export"]
+    assert len(at.get("plotly_chart")) == 1 and all(df.key != "trials_table" for df in at.dataframe)  # one tab ran
+    fig = chart(at, "front_chart")
+    traces = {t["name"]: t for t in fig["data"]}
+    best = {t.number for t in study.best_trials}
+    assert len(best) >= 3
+    assert set(trace_numbers(traces["Pareto front"])) == best
+    assert set(trace_numbers(traces["non-dominated"])) == best
+    outcomes = {t.number: t.user_attrs["outcome"] for t in study.trials}
+    for name in ("pruned", "failed", "infeasible"):
+        numbers = trace_numbers(traces[name])
+        assert numbers and {outcomes[n] for n in numbers} == {name}
+        assert not best & set(numbers)
+    # every trial is drawn once in the base layer; the front is connected in order of the x axis
+    drawn = [n for name, t in traces.items() if name != "Pareto front" for n in trace_numbers(t)]
+    assert sorted(drawn) == list(range(len(study.trials)))
+    xs = values(traces["Pareto front"]["x"])
+    assert traces["Pareto front"]["mode"] == "lines+markers" and xs == sorted(xs)
+    # hover shows the configuration: the template names each knob, customdata carries its value
+    template, row = traces["Pareto front"]["hovertemplate"], traces["Pareto front"]["customdata"][0]
+    config = study.trials[row[0]].user_attrs["config"]
+    for knob in ("d_model", "layers", "pooling"):
+        assert f"{knob}=%{{customdata[" in template
+        index = int(template.split(f"{knob}=%{{customdata[")[1].split("]")[0])
+        assert row[index] == str(config[knob])
+
+
+def test_colour_by_knob_and_swapped_axes(seeded, monkeypatch):
+    url, study = seeded
+    at = run_app(url, monkeypatch)
+    at.selectbox(key="front_colour").set_value("pooling")
+    at.selectbox(key="front_x").set_value("accuracy").run()
+    assert not at.exception
+    fig = chart(at, "front_chart")
+    names = {t["name"] for t in fig["data"]}
+    assert any("mean" in n for n in names) and any("sketch" in n for n in names)
+    front = next(t for t in fig["data"] if t["name"] == "Pareto front")
+    assert set(trace_numbers(front)) == {t.number for t in study.best_trials}
+    assert fig["layout"]["xaxis"]["title"]["text"].startswith("accuracy")
+
+
+def test_filters_and_sorting_change_the_table(seeded, monkeypatch):
+    url, study = seeded
+    at = run_app(url, monkeypatch, "Trials")
+    assert len(trials_table(at)) == len(study.trials)
+    at.multiselect(key="filter_outcome").set_value(["complete"]).run()
+    table = trials_table(at)
+    complete = [t for t in study.trials if t.user_attrs["outcome"] == "complete"]
+    assert len(table) == len(complete) and set(table["outcome"]) == {"complete"}
+    at.multiselect(key="filter_knobs").set_value(["pooling"]).run()
+    at.multiselect(key="filter_value_pooling").set_value(["mean"]).run()
+    table = trials_table(at)
+    expected = [t.number for t in complete if t.user_attrs["config"]["pooling"] == "mean"]
+    assert 0 < len(table) < len(complete) and sorted(table["trial"]) == expected
+    at.selectbox(key="sort_by").set_value("accuracy").run()
+    accuracy = list(trials_table(at)["accuracy"])
+    assert accuracy == sorted(accuracy, reverse=True)  # a maximised objective sorts best first
+    at.toggle(key="sort_descending_accuracy").set_value(False).run()
+    assert list(trials_table(at)["accuracy"]) == sorted(accuracy)
+
+
+@pytest.fixture
+def downloads(monkeypatch):
+    """What the app hands Streamlit's media manager for download (the bytes a browser receives)."""
+    captured = []
+    original = MediaFileManager.add
+
+    def spy(self, path_or_data, mimetype, coordinates, file_name=None, is_for_static_download=False):
+        if is_for_static_download:
+            captured.append((file_name, path_or_data))
+        return original(self, path_or_data, mimetype, coordinates, file_name, is_for_static_download)
+
+    monkeypatch.setattr(MediaFileManager, "add", spy)
+    return captured
+
+
+def lwnas_export(url: str, name: str, numbers: list[int], out: Path) -> dict[str, bytes]:
+    from tuners.cli import app
+
+    result = CliRunner().invoke(app, ["export", name, "--trials", ",".join(map(str, numbers)), "--storage", url,
+                                      "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    return {p.name: p.read_bytes() for p in out.iterdir()}
+
+
+def test_export_of_the_front_equals_lwnas_export(seeded, monkeypatch, downloads, tmp_path):
+    url, study = seeded
+    at = run_app(url, monkeypatch, "Export")
+    assert any("Select trials to export" in i.value for i in at.info) and not at.download_button
+    at.button(key="select_front").click().run()
+    best = sorted(t.number for t in study.best_trials)
+    assert sorted(at.multiselect(key="selected").value) == best
+    (file_name, data), = [d for d in downloads if d[0].endswith(".zip")][-1:]
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    assert members == lwnas_export(url, "seeded", best, tmp_path / "cli")
+    for t in study.best_trials:
+        record = record_of(t)
+        assert members[export_file_name(study, record)] == export_text(study, record).encode()
+
+
+def test_export_of_one_trial_is_its_yaml(seeded, monkeypatch, downloads, tmp_path):
+    url, study = seeded
+    at = run_app(url, monkeypatch, "Export")
+    number = next(t.number for t in study.trials if t.user_attrs["outcome"] == "pruned")
+    at.multiselect(key="selected").set_value([number]).run()
+    assert not at.exception
+    file_name, data = downloads[-1]
+    assert file_name == f"seeded-trial-{number:04d}.yaml"
+    assert {file_name: data} == lwnas_export(url, "seeded", [number], tmp_path / "cli")
+
+
+def test_hypervolume_over_trials_with_reference_point(seeded, monkeypatch):
+    url, study = seeded
+    at = run_app(url, monkeypatch, "Hypervolume")
+    fig = chart(at, "hypervolume_chart")
+    data = TrialCache(url, "seeded").load()
+    expected = hypervolume_over_trials(data.records, data.objectives, data.reference_point)
+    assert values(fig["data"][0]["x"]) == [n for n, _ in expected]
+    assert np.allclose(values(fig["data"][0]["y"]), [v for _, v in expected])
+    assert "reference point: accuracy 0, params" in fig["layout"]["title"]["text"]
+
+
+def test_trial_detail_shows_config_costs_curve_and_failure(seeded, monkeypatch):
+    url, study = seeded
+    at = run_app(url, monkeypatch, "Trial detail")
+    failed = next(t for t in study.trials if t.user_attrs["outcome"] == "failed" and t.user_attrs["epochs"])
+    at.selectbox(key="detail_trial").set_value(failed.number).run()
+    assert any(failed.user_attrs["failure"] in e.value for e in at.error)
+    assert any(f"d_model: {failed.user_attrs['config']['d_model']}" in c.value for c in at.code)
+    curve = chart(at, "detail_curve")
+    epochs = [e["epoch"] for e in failed.user_attrs["epochs"]]
+    assert any(values(t["x"]) == epochs for t in curve["data"])
+    costs = next(df.value for df in at.dataframe if list(df.value.columns) == ["cost", "value"])
+    assert f"{failed.user_attrs['costs']['params']:,}" in set(costs["value"])
+    infeasible = next(t for t in study.trials if t.user_attrs["outcome"] == "infeasible")
+    at.selectbox(key="detail_trial").set_value(infeasible.number).run()
+    assert any("breaks params" in w.value for w in at.warning)
+    assert any("never trained an epoch" in i.value for i in at.info)
+
+
+def test_compare_trials_side_by_side(seeded, monkeypatch):
+    url, study = seeded
+    at = run_app(url, monkeypatch, "Compare")
+    numbers = [t.number for t in study.best_trials][:3]
+    at.multiselect(key="compare_trials").set_value(numbers).run()
+    assert not at.exception
+    table = next(df.value for df in at.dataframe if list(df.value.columns) == [f"trial {n}" for n in numbers])
+    assert "accuracy" in table.index and "params" in table.index
+    assert len(chart(at, "compare_curves")["data"]) >= 3
+
+
+def test_more_than_two_objectives_get_3d_and_parallel_views(tmp_path_factory, monkeypatch):
+    url, study = _study(tmp_path_factory, "three", name="three", trials=40, objectives=("accuracy", "params", "madds"))
+    at = run_app(url, monkeypatch)
+    scene = chart(at, "front_3d_chart")
+    assert scene["data"][0]["type"] == "scatter3d"
+    parallel = chart(at, "parallel_chart")["data"][0]
+    assert parallel["type"] == "parcoords" and len(parallel["dimensions"]) == 3
+    assert sum(values(parallel["line"]["color"])) == len(study.best_trials)
+
+
+def test_empty_study_says_so(tmp_path_factory, monkeypatch):
+    url, _ = _study(tmp_path_factory, "empty", name="empty", trials=0)
+    at = run_app(url, monkeypatch)
+    assert any("has no trials yet" in i.value for i in at.info)
+
+
+def test_only_failed_trials_says_so_and_lists_them(tmp_path_factory, monkeypatch):
+    url, study = _study(tmp_path_factory, "failed", name="failed", trials=8, outcome="failed")
+    at = run_app(url, monkeypatch)
+    assert any("No complete, feasible trial yet" in i.value for i in at.info)
+    at.session_state["view"] = "Trials"
+    at.run()
+    assert not at.exception
+    assert set(trials_table(at)["outcome"]) == {"failed"} and len(trials_table(at)) == 8
+
+
+def test_no_study_in_storage(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    optuna.storages.RDBStorage(url)  # the schema, no study
+    at = run_app(url, monkeypatch)
+    assert any("No studies" in i.value for i in at.info)
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("postgresql://lwnas:s3cret@127.0.0.1:1/nowhere", "cannot open storage postgresql://lwnas:***@127.0.0.1:1"),
+    ("mysql+nodriver://x@localhost/db", "cannot open storage"),
+])
+def test_unreachable_storage_is_a_clear_error(url, expected, monkeypatch):
+    at = run_app(url, monkeypatch)
+    messages = [e.value for e in at.error]
+    assert len(messages) == 1 and expected in messages[0] and "s3cret" not in messages[0]
+
+
+def test_missing_sqlite_file_is_an_error_and_is_not_created(tmp_path, monkeypatch):
+    path = tmp_path / "missing.db"
+    at = run_app(f"sqlite:///{path}", monkeypatch)
+    assert any("no database at" in e.value for e in at.error)
+    assert not path.exists()
+
+
+# ---- the data layer against tuners' reference implementations -----------------------------------
+@pytest.mark.parametrize("seed", range(4))
+def test_front_and_hypervolume_match_tuners(seed, tmp_path):
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    seed_study(url, name="x", trials=50, seed=seed, objectives=("accuracy", "params", "madds"))
+    data = TrialCache(url, "x").load()
+    assert [r.number for r in data.front()] == [r.number for r in pareto_front(data.records, data.directions)]
+    projected = [r.__class__(**{**r.__dict__, "values": [r.values[0], r.values[2]]}) for r in data.candidates]
+    two_d = non_dominated(data.candidates, [0, 2], ["maximize", "minimize"])
+    assert [r.number for r in two_d] == [r.number for r in pareto_front(projected, ["maximize", "minimize"])]
+    reference = hypervolume_over_trials(data.records, data.objectives, data.reference_point)
+    assert np.allclose(data.hypervolume_over_trials["hypervolume"], [v for _, v in reference])
+
+
+def test_incremental_refresh_equals_a_full_reload(tmp_path):
+    url = f"sqlite:///{tmp_path / 'live.db'}"
+    study = seed_study(url, name="live", trials=10)
+    cache = TrialCache(url, "live")
+    first = cache.load()
+    running = study.ask()  # a trial that starts, shows up, then finishes
+    running.set_user_attr("outcome", "complete")
+    assert cache.load().running == 1 and cache.load().version == first.version + 1
+    study.tell(running, [0.5, 1000.0])
+    study.add_trial(study.trials[3])  # and a trial written finished
+    refreshed = cache.load()
+    assert refreshed.version == first.version + 2
+    assert refreshed.records == TrialCache(url, "live").load().records
+    assert len(refreshed.records) == 12 and refreshed.running == 0
+    assert cache.load() is refreshed  # nothing changed: the same data, no reload
+
+
+def test_dashboard_command_binds_localhost_and_keeps_the_url_out_of_argv():
+    import typer
+
+    from tuners.dashboard_cli import app_path, dashboard, streamlit_command
+
+    command = streamlit_command(8501, "127.0.0.1")
+    assert command[command.index("--server.address") + 1] == "127.0.0.1"
+    assert str(app_path()) in command and app_path().is_file()
+    assert not any("sqlite" in part or "postgresql" in part for part in command)
+    app = typer.Typer()
+    app.command()(dashboard)
+    result = CliRunner().invoke(app, ["--help"])
+    assert result.exit_code == 0 and "--storage" in result.output and "127.0.0.1" in result.output
+
+
+def test_sample_metrics_are_finite_where_trained(seeded):
+    _, study = seeded
+    for t in study.trials:
+        if t.user_attrs["outcome"] == "complete":
+            assert all(math.isfinite(v) for v in t.values)
+            assert t.values[0] == t.user_attrs["epochs"][-1]["val_accuracy"]
+
+
+def test_a_running_study_is_marked_and_refreshes_itself(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'live.db'}"
+    study = seed_study(url, name="live", trials=6)
+    trial = study.ask()  # a trial the sweep is training now
+    trial.set_user_attr("epochs", [{"epoch": 1, "val_accuracy": 0.4, "train_loss": 2.0}])
+    at = run_app(url, monkeypatch)
+    studies = next(df.value for df in at.dataframe if "state" in df.value.columns)
+    assert studies.set_index("study").loc["live", "state"] == "running"
+    assert studies.set_index("study").loc["live", "trials"] == 7
+    assert at.toggle(key="auto_refresh_live").value  # on while trials run
+    assert any(m.value == "1" for m in at.metric if m.label == "running")
+    study.tell(trial, [0.99, 1.0])  # finishes as the best trial: the next run shows it on the front
+    at.button(key="refresh").click().run()
+    front = next(t for t in chart(at, "front_chart")["data"] if t["name"] == "Pareto front")
+    assert trial.number in trace_numbers(front)
