@@ -18,18 +18,19 @@ from searchspace.study import Study
 
 from .constraints import StaticCosts
 from .searcher import StudySearcher
+from .sweep import proposer_seed
 
 INSTALL_HINT = ("NNI is not installed, or failed to import ({reason}); install it with `pip install 'lwnas[nni]'` "
                 "(nni>=3.0). If NNI cannot install on this platform, use sampler nsga2, tpe, gp or random.")
 
 
-def make_nni_tuner(study: Study) -> Any:
+def make_nni_tuner(study: Study, seed: int) -> Any:
     """The NNI tuner a study names, with a clear error if NNI cannot be imported."""
     try:
         if study.tuner.sampler == "nni-tpe":
             from nni.algorithms.hpo.tpe_tuner import TpeTuner
 
-            tuner = TpeTuner(optimize_mode="maximize", seed=study.tuner.seed)
+            tuner = TpeTuner(optimize_mode="maximize", seed=seed)
         else:
             from nni.algorithms.hpo.evolution_tuner import EvolutionTuner
 
@@ -49,8 +50,9 @@ def parego(values: np.ndarray, weights: np.ndarray, rho: float = 0.05) -> float:
 class NNISearcher(StudySearcher):
     def __init__(self, study: Study, ot_study: optuna.Study, static: StaticCosts):
         super().__init__(study, ot_study, static)
-        self.nni = make_nni_tuner(study)
-        self.rng = np.random.default_rng(study.tuner.seed)
+        seed = proposer_seed(study, len(ot_study.get_trials(deepcopy=False)))  # a resume draws new points
+        self.nni = make_nni_tuner(study, seed)
+        self.rng = np.random.default_rng(seed)
         self._pending: dict[str, tuple[int, dict]] = {}
         self._next_id = 0
         self._seen: list[np.ndarray] = []  # minimised objective vectors of finished trials

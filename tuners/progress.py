@@ -67,6 +67,7 @@ class SweepProgress(Callback):
             self.out.print(f"[yellow]stopped before the budget was spent[/yellow]; continue with: "
                            f"lwnas resume {name} --storage {url}")
         self.out.print(f"status: lwnas status {name} --storage {url}\n"
+                       f"browse the fronts: lwnas dashboard --storage {url}\n"
                        f"export the front: lwnas export {name} --trials pareto --storage {url} -o exported/\n"
                        f"open in Optuna: optuna.load_study(study_name={name!r}, storage=<the storage URL>)")
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import optuna
 from rich.console import Console
 
@@ -45,18 +46,27 @@ class SweepOptions:
     quiet: bool = False
 
 
-def make_sampler(study: Study) -> optuna.samplers.BaseSampler:
+def proposer_seed(study: Study, trials_so_far: int) -> int:
+    """The seed of a sweep's proposer. A resumed sweep (trials already in storage) derives a new one:
+    the study's own seed would make it replay the points the first driver already drew."""
+    if not trials_so_far:
+        return study.tuner.seed
+    return int(np.random.SeedSequence([study.tuner.seed, trials_so_far]).generate_state(1)[0])
+
+
+def make_sampler(study: Study, trials_so_far: int = 0) -> optuna.samplers.BaseSampler:
     t, trials = study.tuner, study.budget.trials
+    seed = proposer_seed(study, trials_so_far)
     if t.sampler == "nsga2":
         population = t.population_size or max(4, min(50, trials // 3))
-        return optuna.samplers.NSGAIISampler(population_size=population, seed=t.seed)
+        return optuna.samplers.NSGAIISampler(population_size=population, seed=seed)
     if t.sampler == "tpe":
-        return optuna.samplers.TPESampler(seed=t.seed, multivariate=True, n_startup_trials=max(2, min(10, trials // 3)))
+        return optuna.samplers.TPESampler(seed=seed, multivariate=True, n_startup_trials=max(2, min(10, trials // 3)))
     if t.sampler == "gp":
-        return optuna.samplers.GPSampler(seed=t.seed, n_startup_trials=max(2, min(10, trials // 3)))
+        return optuna.samplers.GPSampler(seed=seed, n_startup_trials=max(2, min(10, trials // 3)))
     if t.sampler == "random":
-        return optuna.samplers.RandomSampler(seed=t.seed)
-    return optuna.samplers.RandomSampler(seed=t.seed)  # NNI proposes; Optuna only records
+        return optuna.samplers.RandomSampler(seed=seed)
+    return optuna.samplers.RandomSampler(seed=seed)  # NNI proposes; Optuna only records
 
 
 def open_study_storage(study: Study, options: SweepOptions, resume: bool) -> optuna.Study:
@@ -68,7 +78,8 @@ def open_study_storage(study: Study, options: SweepOptions, resume: bool) -> opt
     if resume:
         if name not in existing:
             raise SweepError(f"no study {name!r} in {masked(options.storage)}; start it with `lwnas sweep`")
-        return optuna.load_study(study_name=name, storage=storage, sampler=make_sampler(study))
+        trials_so_far = len(storage.get_all_trials(storage.get_study_id_from_name(name), deepcopy=False))
+        return optuna.load_study(study_name=name, storage=storage, sampler=make_sampler(study, trials_so_far))
     if name in existing:
         raise SweepError(f"study {name!r} already exists in {masked(options.storage)}: continue it with "
                          f"`lwnas resume {name}`, or give this sweep another --name")

@@ -1,0 +1,1 @@
+"""Plugin tasks for the sweep tests (loaded as ``tests.plugins.MODULE:Class``)."""

@@ -1,0 +1,267 @@
+"""`lwnas sweep` end to end: real Ray on this machine, real PyTorch training, real Optuna storage.
+
+One small sweep on SQLite is shared by the checks that only read its result (what each trial
+records, infeasible points, `optuna.load_study`, export -> train); the PostgreSQL sweep, the
+mo-asha sweep and the sweep whose trials fail on purpose each run once more.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import optuna
+import pytest
+import yaml
+from sweep_procs import COUNTED, PG_URL, ROOT, outcome, postgres_or_skip, proc_env, rdb, run_proc, trials_of
+
+from searchspace.files import load_config_file
+from searchspace.study import load_study
+from trainers import cost
+from tuners.constraints import StaticCosts
+from tuners.study_check import make_task, task_family
+
+COMPLETE, FAIL, PRUNED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL,
+                          optuna.trial.TrialState.PRUNED)
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+STUDY = """\
+name: {name}
+task: {task}
+objectives:
+  - {{metric: accuracy, direction: maximize}}
+  - {{metric: params, direction: minimize}}
+constraints: {{params: {{max: {max_params}}}}}
+budget: {{trials: {trials}, epochs: {epochs}}}
+tuner: {{sampler: random, scheduler: {scheduler}, max_concurrent: 2, seed: 0, max_failures: 1,
+         grace_epochs: 1, reduction_factor: 2}}
+training: {{batch_size: 64, threads: 1}}
+seed_configs: {seed_configs}
+space:
+  d_model: {{choice: {d_models}}}
+  heads: 2
+  layers: 1
+  lr: {{float: [{lr_low}, 5.0e-3], log: true}}
+"""
+
+
+def write_study(directory: Path, name: str, *, task: str = "digits", trials: int = 4, epochs: int = 2,
+                scheduler: str = "none", max_params: float = 1.0e9, d_models=(16, 32),
+                seed_configs: dict | None = None, lr_low: float = 1.0e-3, **task_options) -> Path:
+    text = STUDY.format(name=name, task=task, trials=trials, epochs=epochs, scheduler=scheduler,
+                        max_params=max_params, d_models=list(d_models), lr_low=f"{lr_low:.1e}",
+                        seed_configs=json.dumps(seed_configs or {}))
+    if task_options:
+        text += f"task_options: {json.dumps(task_options)}\n"
+    path = directory / f"{name}.yaml"
+    path.write_text(text)
+    return path
+
+
+def params_of_d_model(study_file: Path, d_model: int) -> int:
+    """The parameter count the cost model gives one point of a study (what the constraint checks)."""
+    study = load_study(study_file, task_family=task_family)
+    static = StaticCosts(study, make_task(study))
+    point = study.space.resolve({"d_model": d_model, "lr": 0.003})
+    return static.evaluate(static.adapt(point.config)).costs["params"]
+
+
+@dataclass
+class Swept:
+    name: str
+    url: str
+    budget: int
+    epochs: int
+    output: str
+    trials: dict[int, optuna.trial.FrozenTrial]
+    workdir: Path
+    env: dict
+    limit: float = 0.0  # the study's constraint on params
+
+
+def sweep(workdir: Path, study: Path, url: str, name: str, budget: int, epochs: int, **env_extra) -> Swept:
+    env = proc_env(workdir, **env_extra)
+    rc, out = run_proc(["lwnas", "sweep", str(study), "--storage", url], workdir, env, workdir / f"{name}.log")
+    assert rc == 0, out[-4000:]
+    storage = rdb(url)
+    try:
+        found = trials_of(storage, name)
+    finally:
+        storage.engine.dispose()
+    return Swept(name, url, budget, epochs, out, found, workdir, env)
+
+
+def summary(trials: dict[int, optuna.trial.FrozenTrial]) -> dict:
+    return {n: (t.state.name, outcome(t), t.user_attrs.get("failure")) for n, t in trials.items()}
+
+
+# ---- one sweep on SQLite ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sqlite_sweep(tmp_path_factory) -> Swept:
+    workdir = tmp_path_factory.mktemp("sqlite-sweep")
+    name, budget, epochs = "sq", 4, 2
+    probe = write_study(workdir, name, d_models=(16, 32, 128))
+    limit = (params_of_d_model(probe, 32) + params_of_d_model(probe, 128)) // 2  # d_model 128 breaks it
+    study = write_study(workdir, name, trials=budget, epochs=epochs, max_params=limit, d_models=(16, 32, 128),
+                        seed_configs={"small": {"d_model": 16, "lr": 0.003}, "too-big": {"d_model": 128, "lr": 0.003}})
+    swept = sweep(workdir, study, f"sqlite:///{workdir / 'lwnas.db'}", name, budget, epochs)
+    swept.limit = limit
+    return swept
+
+
+def test_sqlite_sweep_spends_its_budget_and_prints_the_front(sqlite_sweep):
+    s = sqlite_sweep
+    counted = [t for t in s.trials.values() if outcome(t) in COUNTED]
+    assert len(counted) == s.budget, summary(s.trials)
+    assert all(t.state == COMPLETE and outcome(t) == "complete" for t in counted), summary(s.trials)
+    assert not [t for t in s.trials.values() if t.state in (optuna.trial.TrialState.RUNNING,
+                                                            optuna.trial.TrialState.WAITING)]
+    assert "Pareto front of sq" in s.output, s.output[-3000:]
+    for hint in ("lwnas status sq", "lwnas export sq", "lwnas dashboard", "optuna.load_study"):
+        assert hint in s.output, s.output[-3000:]
+
+
+def test_every_trained_trial_keeps_its_full_record(sqlite_sweep):
+    s = sqlite_sweep
+    for t in (t for t in s.trials.values() if outcome(t) == "complete"):
+        attrs = t.user_attrs
+        assert set(attrs["costs"]) >= {"params", "madds"}, attrs  # memory only where the study asks for it
+        assert attrs["config"]["d_model"] == t.params["d_model"]
+        assert math.isclose(attrs["training"]["lr"], t.params["lr"])
+        epochs = attrs["epochs"]
+        assert [e["epoch"] for e in epochs] == list(range(1, s.epochs + 1)), epochs
+        assert all(0.0 <= e["val_accuracy"] <= 1.0 for e in epochs)
+        assert attrs["budget_used"] == s.epochs and attrs["wall_time"] > 0
+        assert attrs["host"] and attrs["node"]
+        # the values told to Optuna are the last epoch's accuracy and the static parameter count
+        assert t.values == [epochs[-1]["val_accuracy"], attrs["costs"]["params"]]
+
+
+def test_seed_configs_are_evaluated_first(sqlite_sweep):
+    first = {t.user_attrs.get("seed_config"): t for t in sqlite_sweep.trials.values() if t.number < 2}
+    assert set(first) == {"small", "too-big"}, summary(sqlite_sweep.trials)
+    assert first["small"].params == {"d_model": 16, "lr": 0.003}
+    assert outcome(first["small"]) == "complete" and outcome(first["too-big"]) == "infeasible"
+
+
+def test_infeasible_points_are_recorded_with_constraints_and_never_trained(sqlite_sweep):
+    s = sqlite_sweep
+    infeasible = [t for t in s.trials.values() if outcome(t) == "infeasible"]
+    assert infeasible, summary(s.trials)
+    for t in infeasible:
+        assert t.params["d_model"] == 128
+        assert t.constraints == {"params": t.user_attrs["costs"]["params"] - s.limit} and t.constraints["params"] > 0
+        assert "epochs" not in t.user_attrs and "host" not in t.user_attrs, "an infeasible point was trained"
+        assert "params" in t.user_attrs["failure"]
+    for t in s.trials.values():
+        if outcome(t) == "complete":
+            assert t.params["d_model"] != 128 and all(c <= 0 for c in t.constraints.values()), t.constraints
+    rejected = optuna.load_study(study_name=s.name, storage=s.url).user_attrs["lwnas:rejected"]
+    assert rejected["rejected"] == len(infeasible), rejected
+
+
+def test_optuna_load_study_reads_a_normal_study(sqlite_sweep):
+    s = sqlite_sweep
+    study = optuna.load_study(study_name=s.name, storage=s.url)
+    assert study.directions == [optuna.study.StudyDirection.MAXIMIZE, optuna.study.StudyDirection.MINIMIZE]
+    assert study.metric_names == ["accuracy", "params"]
+    assert len(study.trials) == len(s.trials)
+    best = {t.number for t in study.best_trials}
+    assert best and all(outcome(s.trials[n]) == "complete" for n in best), (best, summary(s.trials))
+
+
+def test_export_then_train_rebuilds_the_recorded_model(sqlite_sweep):
+    s = sqlite_sweep
+    out_dir = s.workdir / "exported"
+    rc, out = run_proc(["lwnas", "export", s.name, "--trials", "pareto", "--storage", s.url, "-o", str(out_dir)],
+                       s.workdir, s.env, s.workdir / "export.log", timeout=120)
+    assert rc == 0, out
+    front = {t.number for t in optuna.load_study(study_name=s.name, storage=s.url).best_trials}
+    files = sorted(out_dir.glob("*.yaml"))
+    assert {int(f.stem.rsplit("-", 1)[1]) for f in files} == front, (files, front)
+
+    exported = files[0]
+    number = int(exported.stem.rsplit("-", 1)[1])
+    recorded = s.trials[number].user_attrs
+    meta = yaml.safe_load(exported.read_text())
+    assert meta["provenance"]["study"] == s.name and meta["provenance"]["trial"] == number
+    assert meta["training"]["epochs"] == s.epochs and math.isclose(meta["training"]["lr"], recorded["training"]["lr"])
+    assert cost(load_config_file(exported).config, memory=False).params == recorded["costs"]["params"]
+
+    run_dir = s.workdir / "full-run"
+    rc, out = run_proc(["lwnas", "train", str(exported), "--task", "digits", "--epochs", "1", "-o", str(run_dir)],
+                       s.workdir, s.env, s.workdir / "train.log", timeout=300)
+    assert rc == 0, out[-3000:]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["params"] == recorded["costs"]["params"]
+    assert load_config_file(run_dir / "config.yaml").config.to_dict() == recorded["config"]
+
+
+# ---- PostgreSQL ---------------------------------------------------------------------------------------
+def test_sweep_on_postgres_keeps_the_password_out_of_its_output(tmp_path):
+    postgres_or_skip()
+    name = f"lwnas-test-pg-{uuid.uuid4().hex[:10]}"
+    secret = "pw-" + uuid.uuid4().hex[:8]  # trust auth ignores it; the sweep must never print it
+    url = PG_URL.replace("postgres@", f"postgres:{secret}@", 1) if "postgres@" in PG_URL else PG_URL
+    study = write_study(tmp_path, name, trials=3, epochs=1)
+    try:
+        s = sweep(tmp_path, study, url, name, budget=3, epochs=1)
+        assert len(s.trials) == 3 and all(outcome(t) == "complete" for t in s.trials.values()), summary(s.trials)
+        loaded = optuna.load_study(study_name=name, storage=url)
+        assert len(loaded.best_trials) >= 1
+        if secret in url:
+            assert secret not in s.output, "the database password was printed"
+            assert "LWNAS_STORAGE" in s.output
+    finally:
+        try:
+            optuna.delete_study(study_name=name, storage=url)
+        except KeyError:
+            pass
+
+
+# ---- mo-asha --------------------------------------------------------------------------------------------
+def test_mo_asha_stops_trials_early_and_records_them_pruned(tmp_path):
+    # One architecture and learning rates from hopeless to good: at each rung the static costs tie,
+    # so promotion goes by accuracy and the slow learners are stopped.
+    name, budget, epochs = "asha", 8, 4
+    study = write_study(tmp_path, name, trials=budget, epochs=epochs, scheduler="mo-asha", d_models=(16,),
+                        lr_low=1.0e-5)
+    s = sweep(tmp_path, study, f"sqlite:///{tmp_path / 'lwnas.db'}", name, budget, epochs)
+    pruned = [t for t in s.trials.values() if t.state == PRUNED]
+    assert pruned, summary(s.trials)
+    for t in pruned:
+        assert outcome(t) == "pruned" and t.values is None
+        assert 1 <= t.user_attrs["budget_used"] < epochs == 4
+        assert len(t.user_attrs["epochs"]) == t.user_attrs["budget_used"]
+    complete = [t for t in s.trials.values() if t.state == COMPLETE]
+    assert complete and all(t.user_attrs["budget_used"] == epochs for t in complete)
+    assert len(pruned) + len(complete) == budget, summary(s.trials)
+    best = {t.number for t in optuna.load_study(study_name=name, storage=s.url).best_trials}
+    assert best.isdisjoint(t.number for t in pruned)
+
+
+# ---- failures -------------------------------------------------------------------------------------------
+def test_a_trial_that_raises_or_diverges_fails_alone(tmp_path):
+    name, budget = "cursed", 4
+    study = write_study(tmp_path, name, task="plugins.flaky:CursedDigits", trials=budget, epochs=2,
+                        d_models=(16, 24, 32), raise_d_model=16, nan_d_model=24,
+                        seed_configs={"raises": {"d_model": 16, "lr": 0.003}, "nan": {"d_model": 24, "lr": 0.003},
+                                      "fine": {"d_model": 32, "lr": 0.003}})
+    pythonpath = os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))
+    s = sweep(tmp_path, study, f"sqlite:///{tmp_path / 'lwnas.db'}", name, budget, 2, PYTHONPATH=pythonpath)
+    by_seed = {t.user_attrs.get("seed_config"): t for t in s.trials.values()}
+    raised, nan, fine = by_seed["raises"], by_seed["nan"], by_seed["fine"]
+    assert raised.state == FAIL and outcome(raised) == "failed", summary(s.trials)
+    assert "RuntimeError" in raised.user_attrs["failure"] and "d_model 16 raises" in raised.user_attrs["failure"]
+    assert nan.state == FAIL and outcome(nan) == "failed", summary(s.trials)
+    assert "non-finite" in nan.user_attrs["failure"].lower() or "nan" in nan.user_attrs["failure"].lower()
+    assert fine.state == COMPLETE and outcome(fine) == "complete", summary(s.trials)
+    # the sweep went on: the budget is spent, every other trial trained normally
+    counted = [t for t in s.trials.values() if outcome(t) in COUNTED]
+    assert len(counted) == budget
+    assert all(outcome(t) == "complete" for t in counted if t.params["d_model"] == 32), summary(s.trials)
+    assert "failed" in s.output
