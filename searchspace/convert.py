@@ -4,9 +4,9 @@
   always with the same distribution (so Optuna's samplers and storages accept every trial).
 * Ray Tune: a flat ``param_space`` (Ray's sampling has no conditionals); values of knobs that are
   not active for the rest of the point are ignored when mapped back.
-* NNI: ``search_space.json``; a knob whose condition reads one choice knob is nested under that
-  choice's options (``{"_name": value, knob: ...}``); any other conditional knob stays at the top
-  level and is ignored where inactive, like Ray's.
+* NNI: ``search_space.json``; a knob whose condition reads one always-active choice knob is nested
+  under that choice's options (``{"_name": value, knob: ...}``); any other conditional knob stays at
+  the top level and is ignored where inactive, like Ray's.
 
 Each ``from_*`` function returns the params of the point (active searched knobs only), which
 ``SearchSpace.resolve`` turns into a configuration.
@@ -148,7 +148,14 @@ def from_nni(space: SearchSpace, parameters: Mapping[str, Any]) -> dict[str, Any
 
 
 def _nni_parent(space: SearchSpace, knob: Knob) -> tuple[str, tuple] | None:
-    """``(parent, values)`` when ``knob`` is active exactly where one searched choice knob takes ``values``."""
+    """``(parent, values)`` when ``knob`` is active exactly where one always-active searched choice knob
+    takes ``values``; otherwise None (the knob stays at the top level of NNI's space).
+
+    The parent must have no condition of its own: where a conditional parent is inactive it takes its
+    neutral value, and a `when:` that holds for that value would make the knob active where NNI, which
+    only samples it under the parent's option, has no value for it. Nesting one level deep only also
+    suits NNI 3.0's tuners, which cannot sample choices nested two deep.
+    """
     condition = knob.condition
     if condition is None:
         return None
@@ -156,16 +163,19 @@ def _nni_parent(space: SearchSpace, knob: Knob) -> tuple[str, tuple] | None:
     base = space.effective(lambda k: k.domain.values()[0])
     clauses = []
     for clause in condition.clauses:
-        variable = tuple((name, allowed) for name, allowed in clause if name in space.names and name not in constant)
+        variable: dict[str, tuple] = {}
+        for name, allowed in clause:
+            if name in space.names and name not in constant:  # the same knob twice: both must hold
+                variable[name] = tuple(v for v in variable.get(name, allowed) if is_member(v, allowed))
         fixed_ok = all(is_member(base[name], allowed) for name, allowed in clause
                        if not (name in space.names and name not in constant))
         if fixed_ok:
             clauses.append(variable)
     if len(clauses) != 1 or len(clauses[0]) != 1:
         return None
-    name, allowed = clauses[0][0]
+    (name, allowed), = clauses[0].items()
     parent = space.knob(name)
-    if not isinstance(parent.domain, Choice) or not parent.searched:
+    if not isinstance(parent.domain, Choice) or not parent.searched or parent.condition is not None:
         return None
     return name, allowed
 
