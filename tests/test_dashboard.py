@@ -350,3 +350,41 @@ def test_a_running_study_is_marked_and_refreshes_itself(tmp_path, monkeypatch):
     at.button(key="refresh").click().run()
     front = next(t for t in chart(at, "front_chart")["data"] if t["name"] == "Pareto front")
     assert trial.number in trace_numbers(front)
+
+
+def test_browses_postgres_as_a_read_only_role(monkeypatch):
+    """A cluster's database, read by a role that may only SELECT: browsing needs no write access."""
+    import uuid
+
+    import psycopg
+    from sweep_procs import PG_URL, postgres_or_skip
+    from sqlalchemy.engine import make_url
+
+    postgres_or_skip()
+    name, role = f"lwnas-test-dash-{uuid.uuid4().hex[:8]}", f"lwnas_reader_{uuid.uuid4().hex[:8]}"
+    study = seed_study(PG_URL, name=name, trials=30, seed=4)
+    admin = psycopg.connect(PG_URL, autocommit=True)
+    database = make_url(PG_URL).database
+    try:
+        admin.execute(f"CREATE ROLE {role} LOGIN")
+        admin.execute(f"GRANT CONNECT ON DATABASE {database} TO {role}")
+        admin.execute(f"GRANT USAGE ON SCHEMA public TO {role}")
+        admin.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
+        reader = make_url(PG_URL).set(username=role, password=None).render_as_string(hide_password=False)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):  # the role really cannot write
+            with psycopg.connect(reader, autocommit=True) as con:
+                con.execute("UPDATE studies SET study_name = study_name")
+        monkeypatch.setenv("LWNAS_STORAGE", reader)
+        at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+        at.session_state["study"] = name
+        at.run()
+        assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+        traces = {t["name"]: t for t in chart(at, "front_chart")["data"]}
+        assert set(trace_numbers(traces["Pareto front"])) == {t.number for t in study.best_trials}
+    finally:
+        optuna.delete_study(study_name=name, storage=PG_URL)
+        admin.execute(f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {role}")
+        admin.execute(f"REVOKE ALL ON SCHEMA public FROM {role}")
+        admin.execute(f"REVOKE ALL ON DATABASE {database} FROM {role}")
+        admin.execute(f"DROP ROLE {role}")
+        admin.close()

@@ -78,7 +78,8 @@ def print_front(ot_study: optuna.Study, study: Study | None, out: Console) -> No
     directions = ["maximize" if d == optuna.study.StudyDirection.MAXIMIZE else "minimize"
                   for d in ot_study.directions]
     front = pareto_front(records, directions)
-    table = Table(title=f"Pareto front of {ot_study.study_name} ({len(front)} trials)")
+    trials = "1 trial" if len(front) == 1 else f"{len(front)} trials"
+    table = Table(title=f"Pareto front of {ot_study.study_name} ({trials})")
     table.add_column("trial", justify="right")
     for n, d in zip(names, directions):
         table.add_column(f"{n} ({'max' if d == 'maximize' else 'min'})", justify="right")

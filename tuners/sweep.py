@@ -178,6 +178,8 @@ def _init_ray(address: str | None, study: Study) -> None:
     if ray.is_initialized():
         return
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    # Tune's own progress tables and banners repeat what SweepProgress prints one line per trial
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     # failure reports and the memory objective (a static cost the searcher records) carry no metric
     os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
     if address:
