@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
+import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -246,13 +246,15 @@ def test_mo_asha_stops_trials_early_and_records_them_pruned(tmp_path):
 
 # ---- failures -------------------------------------------------------------------------------------------
 def test_a_trial_that_raises_or_diverges_fails_alone(tmp_path):
+    # the plugin is a file in the working directory, as a user's own task would be: the driver and
+    # Ray's workers must both import it from there
+    shutil.copy(ROOT / "tests" / "plugins" / "cursed_task.py", tmp_path / "cursed_task.py")
     name, budget = "cursed", 4
-    study = write_study(tmp_path, name, task="plugins.flaky:CursedDigits", trials=budget, epochs=2,
+    study = write_study(tmp_path, name, task="cursed_task:CursedDigits", trials=budget, epochs=2,
                         d_models=(16, 24, 32), raise_d_model=16, nan_d_model=24,
                         seed_configs={"raises": {"d_model": 16, "lr": 0.003}, "nan": {"d_model": 24, "lr": 0.003},
                                       "fine": {"d_model": 32, "lr": 0.003}})
-    pythonpath = os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))
-    s = sweep(tmp_path, study, f"sqlite:///{tmp_path / 'lwnas.db'}", name, budget, 2, PYTHONPATH=pythonpath)
+    s = sweep(tmp_path, study, f"sqlite:///{tmp_path / 'lwnas.db'}", name, budget, 2)
     by_seed = {t.user_attrs.get("seed_config"): t for t in s.trials.values()}
     raised, nan, fine = by_seed["raises"], by_seed["nan"], by_seed["fine"]
     assert raised.state == FAIL and outcome(raised) == "failed", summary(s.trials)

@@ -7,18 +7,17 @@ points, reporting constraints that none of them meets.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from searchspace.domains import Choice, Fixed, IntRange
-from searchspace.errors import did_you_mean
+from searchspace.domains import Choice, IntRange
 from searchspace.space import Knob, Point, SearchSpace
 from searchspace.study import Study, StudyError, load_study
-from trainers.tasks import BUILTIN_TASKS, Task, resolve_task
+from trainers.tasks import Task, resolve_task
+from trainers.tasks.base import task_class
 
 from .constraints import StaticCosts, Verdict
 
@@ -28,16 +27,7 @@ def task_family(name: str) -> str | None:
 
     Raises ValueError for a name that is neither a built-in task nor a loadable plugin.
     """
-    if name in BUILTIN_TASKS:
-        return BUILTIN_TASKS[name].family or None
-    if ":" not in name:
-        raise ValueError(f"unknown task {name!r}{did_you_mean(name, BUILTIN_TASKS)}; built-in tasks are "
-                         f"{', '.join(BUILTIN_TASKS)}, or a plugin as package.module:Class")
-    module, _, attr = name.partition(":")
-    try:
-        family = getattr(getattr(importlib.import_module(module), attr), "family", None)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"cannot load task plugin {name!r}: {exc}") from None
+    family = getattr(task_class(name), "family", None)
     return family if isinstance(family, str) and family else None
 
 

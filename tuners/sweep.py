@@ -186,6 +186,10 @@ def _init_ray(address: str | None, study: Study) -> None:
         # the trial code and the study travel with the job (runtime_env py_modules)
         ray.init(address=address, runtime_env={"py_modules": _own_packages()}, log_to_driver=False)
     else:
+        # workers import a task plugin that sits in the working directory, as the driver does
+        # (Tune runs each trial in a directory of its own, so the workers' cwd would not find it)
+        paths = [os.getcwd(), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
         ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
 
 

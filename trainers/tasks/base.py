@@ -8,6 +8,8 @@ tensors: each split is a dict of equally long tensors, and a batch is the same d
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -84,22 +86,35 @@ def adapt_config(config: ArchConfig, task: Task) -> ArchConfig:
     return config.replace(**changes) if changes else config
 
 
-def resolve_task(name: str, **options: Any) -> Task:
-    """A built-in task by name, or ``package.module:Class`` for a plugin."""
+def _import_from_working_directory() -> None:
+    """Let a plugin next to the user's study import, as ``python -m`` would find it: the ``lwnas``
+    console script's own directory, not the working directory, is first on ``sys.path``."""
+    cwd = os.getcwd()
+    if "" not in sys.path and cwd not in sys.path:
+        sys.path.append(cwd)
+
+
+def task_class(name: str) -> type:
+    """The class of a built-in task by name, or of a plugin given as ``package.module:Class``."""
     from . import BUILTIN_TASKS
 
     if name in BUILTIN_TASKS:
-        return BUILTIN_TASKS[name](**options)
+        return BUILTIN_TASKS[name]
     if ":" not in name:
         from searchspace.errors import did_you_mean
         raise ValueError(f"unknown task {name!r}{did_you_mean(name, BUILTIN_TASKS)}; built-in tasks are "
                          f"{', '.join(BUILTIN_TASKS)}, or give a plugin as package.module:Class")
     module_name, _, attr = name.partition(":")
+    _import_from_working_directory()
     try:
-        cls = getattr(importlib.import_module(module_name), attr)
+        return getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise ValueError(f"cannot load task plugin {name!r}: {exc}") from None
-    task = cls(**options)
+
+
+def resolve_task(name: str, **options: Any) -> Task:
+    """A built-in task by name, or ``package.module:Class`` for a plugin, constructed with ``options``."""
+    task = task_class(name)(**options)
     missing = [m for m in ("name", "family", "metric", "load", "loss", "evaluate") if not hasattr(task, m)]
     if missing:
         raise ValueError(f"task plugin {name!r} lacks {', '.join(missing)} (see docs/tasks.md, the Task protocol)")

@@ -1,5 +1,5 @@
-"""A digits task that fails on purpose for identifiable configurations (a plugin for the sweep tests,
-loaded as ``task: plugins.flaky:CursedDigits``).
+"""A digits task that fails on purpose for identifiable configurations (a task plugin for the sweep
+tests, which copy this file next to their study and load it as ``task: cursed_task:CursedDigits``).
 
 A model whose ``d_model`` is ``raise_d_model`` raises ``RuntimeError`` in its loss (an ordinary
 exception: Ray may retry it); one whose ``d_model`` is ``nan_d_model`` gets a NaN loss, which the

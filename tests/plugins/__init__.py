@@ -1,1 +1,0 @@
-"""Plugin tasks for the sweep tests (loaded as ``tests.plugins.MODULE:Class``)."""
