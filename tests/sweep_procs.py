@@ -142,9 +142,14 @@ def rdb(url: str) -> optuna.storages.RDBStorage:
     return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
 
 
-def trials_of(storage: optuna.storages.RDBStorage, name: str) -> dict[int, optuna.trial.FrozenTrial]:
-    study_id = storage.get_study_id_from_name(name)
-    return {t.number: t for t in storage.get_all_trials(study_id, deepcopy=True)}
+def read_trials(url: str, name: str) -> dict[int, optuna.trial.FrozenTrial]:
+    """Trial number -> trial of study ``name``, read through a storage opened for this read only."""
+    storage = rdb(url)
+    try:
+        study_id = storage.get_study_id_from_name(name)
+        return {t.number: t for t in storage.get_all_trials(study_id, deepcopy=True)}
+    finally:
+        storage.engine.dispose()
 
 
 def outcome(t: optuna.trial.FrozenTrial) -> str | None:

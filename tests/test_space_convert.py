@@ -23,6 +23,7 @@ tune = pytest.importorskip("ray.tune")
 pytest.importorskip("nni")
 
 import nni  # noqa: E402
+from nni.algorithms.hpo.evolution_tuner import EvolutionTuner  # noqa: E402
 from nni.algorithms.hpo.random_tuner import RandomTuner  # noqa: E402
 from nni.algorithms.hpo.tpe_tuner import TpeTuner  # noqa: E402
 from ray.tune.search.variant_generator import generate_variants  # noqa: E402
@@ -473,13 +474,54 @@ def _nni_run(tuner, search_space: Mapping[str, Any], n: int, score=None) -> list
     return out
 
 
+# A knob whose `when:` holds for the value its parent takes where the parent itself is inactive:
+# weight_sharing is inactive (neutral false) unless g_mha or g_ffn, so dropout is then searched.
+INACTIVE_PARENT = {"g_mha": {"choice": [True, False]}, "g_ffn": {"choice": [True, False]}, "groups": 2,
+                   "weight_sharing": {"choice": [True, False]},
+                   "dropout": {"float": [0.0, 0.3], "when": {"weight_sharing": False}}}
+# A chain of conditionals: dropout only with g_lml, g_lml only with g_mha (choices nested two deep).
+TWO_DEEP = {"g_mha": {"choice": [True, False]}, "groups": 2, "g_lml": {"choice": [True, False]},
+            "dropout": {"float": [0.0, 0.3], "when": {"g_lml": True}}}
+
+
+def native_nni_inactive_parent() -> dict[str, Any]:
+    """INACTIVE_PARENT by hand. dropout cannot go under weight_sharing's false option: it is also
+    searched where weight_sharing is inactive (both groupings off), where NNI may still draw true for
+    it. So dropout is drawn every time and ignored where inactive."""
+    return {
+        "g_mha": _choice(True, False),
+        "g_ffn": _choice(True, False),
+        "weight_sharing": _choice(True, False),  # two parents (g_mha or g_ffn): top level
+        "dropout": {"_type": "uniform", "_value": [0.0, 0.3]},
+    }
+
+
+def native_nni_two_deep() -> dict[str, Any]:
+    """TWO_DEEP by hand: g_lml under g_mha's true option; dropout under g_lml's would nest choices two
+    deep, which NNI 3.0's tuners cannot sample, so dropout is drawn every time and ignored where inactive."""
+    return {
+        "g_mha": _choice({"_name": True, "g_lml": _choice(True, False)}, {"_name": False}),
+        "dropout": {"_type": "uniform", "_value": [0.0, 0.3]},
+    }
+
+
 NNI_CASES = {
     "quickstart": (lambda: _space(QUICKSTART), native_nni_quickstart, lambda: _study(QUICKSTART).source["space"]),
     "quickstart-without-redundant-when": (_quickstart_without_redundant_when, native_nni_quickstart,
                                           lambda: _study(QUICKSTART).source["space"]),
     "mixed": (_mixed, native_nni_mixed, lambda: MIXED),
+    "inactive-parent": (lambda: SearchSpace.from_dict(INACTIVE_PARENT, "encoder"), native_nni_inactive_parent,
+                        lambda: INACTIVE_PARENT),
+    "two-deep": (lambda: SearchSpace.from_dict(TWO_DEEP, "encoder"), native_nni_two_deep, lambda: TWO_DEEP),
 }
 NNI_CASE_PARAMS = list(NNI_CASES)
+# The tuners a study can name (nni-tpe, nni-evolution) and NNI's random one. EvolutionTuner takes no
+# seed (it draws from an unseeded RandomState), so it is checked for valid points, not for equality.
+NNI_TUNERS = {
+    "random": lambda: RandomTuner(seed=5),
+    "tpe": lambda: TpeTuner(optimize_mode="minimize", seed=5, tpe_args={"n_startup_jobs": 5}),
+    "evolution": lambda: EvolutionTuner(optimize_mode="minimize", population_size=8),
+}
 
 
 @pytest.mark.parametrize("case", NNI_CASE_PARAMS)
@@ -494,11 +536,7 @@ def test_nni_search_space_equals_native(case):
 def test_nni_tuners_give_the_same_parameters_on_converted_and_native(case, tuner_name):
     make_space, native, data = NNI_CASES[case]
     space = make_space()
-
-    def make():
-        if tuner_name == "random":
-            return RandomTuner(seed=5)
-        return TpeTuner(optimize_mode="minimize", seed=5, tpe_args={"n_startup_jobs": 5})
+    make = NNI_TUNERS[tuner_name]
 
     def score(params):
         return _objectives(from_nni(space, params))[0]
@@ -509,16 +547,6 @@ def test_nni_tuners_give_the_same_parameters_on_converted_and_native(case, tuner
     assert [_typed(p) for p in converted] == [_typed(p) for p in native_params]
     for raw in converted:
         _check_point(data(), space, from_nni(space, raw))
-
-
-# A knob whose `when:` holds for the value its parent takes where the parent itself is inactive:
-# weight_sharing is inactive (neutral false) unless g_mha or g_ffn, so dropout is then searched.
-INACTIVE_PARENT = {"g_mha": {"choice": [True, False]}, "g_ffn": {"choice": [True, False]}, "groups": 2,
-                   "weight_sharing": {"choice": [True, False]},
-                   "dropout": {"float": [0.0, 0.3], "when": {"weight_sharing": False}}}
-# A chain of conditionals: dropout only with g_lml, g_lml only with g_mha (choices nested two deep).
-TWO_DEEP = {"g_mha": {"choice": [True, False]}, "groups": 2, "g_lml": {"choice": [True, False]},
-            "dropout": {"float": [0.0, 0.3], "when": {"g_lml": True}}}
 
 
 @pytest.mark.parametrize("data", [INACTIVE_PARENT, TWO_DEEP], ids=["inactive-parent", "two-deep"])
@@ -534,16 +562,35 @@ def test_awkward_conditionals_through_optuna_and_ray(data):
         _check_point(data, space, from_ray(space, config))
 
 
-def test_nni_knob_active_where_its_parent_is_inactive():
-    space = SearchSpace.from_dict(INACTIVE_PARENT, "encoder")
-    for raw in _nni_run(RandomTuner(seed=0), to_nni(space), 30):
-        _check_point(INACTIVE_PARENT, space, from_nni(space, raw))
+@pytest.mark.parametrize("tuner_name", list(NNI_TUNERS))
+@pytest.mark.parametrize("data", [INACTIVE_PARENT, TWO_DEEP], ids=["inactive-parent", "two-deep"])
+def test_nni_awkward_conditionals_give_valid_points(data, tuner_name):
+    """Every tuner samples the space, and each point maps back to exactly its active knobs; dropout is
+    kept where active (including, for INACTIVE_PARENT, with weight_sharing itself inactive) and
+    dropped elsewhere."""
+    space = SearchSpace.from_dict(data, "encoder")
+    raws = _nni_run(NNI_TUNERS[tuner_name](), to_nni(space), 40, lambda p: _objectives(from_nni(space, p))[0])
+    points = [from_nni(space, raw) for raw in raws]
+    for raw, params in zip(raws, points):
+        _check_point(data, space, params)
+        assert "dropout" in raw  # always drawn (top level) ...
+        if "dropout" in params:  # ... and kept as drawn where active
+            assert params["dropout"] == raw["dropout"]
+    assert any("dropout" in p for p in points) and not all("dropout" in p for p in points)
+    if data is INACTIVE_PARENT:
+        assert any(not p["g_mha"] and not p["g_ffn"] and "dropout" in p for p in points)
 
 
-def test_nni_conditionals_two_deep():
-    space = SearchSpace.from_dict(TWO_DEEP, "encoder")
-    for raw in _nni_run(RandomTuner(seed=0), to_nni(space), 30):
-        _check_point(TWO_DEEP, space, from_nni(space, raw))
+@pytest.mark.parametrize("tuner_name", ["tpe", "evolution"])
+@pytest.mark.parametrize("path", STUDIES)
+def test_nni_model_based_tuners_sample_every_shipped_study(path, tuner_name):
+    """nni-tpe and nni-evolution (with results fed back, as a sweep does) on every shipped study's
+    converted space: every point maps back to a valid point with exactly its active knobs."""
+    study = _study(path)
+    space, data = study.space, study.source["space"]
+    raws = _nni_run(NNI_TUNERS[tuner_name](), to_nni(space), 40, lambda p: _objectives(from_nni(space, p))[0])
+    for raw in raws:
+        _check_point(data, space, from_nni(space, raw))
 
 
 # ---- 4. every shipped study, every backend --------------------------------------------------------

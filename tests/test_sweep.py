@@ -17,7 +17,7 @@ from pathlib import Path
 import optuna
 import pytest
 import yaml
-from sweep_procs import COUNTED, PG_URL, ROOT, outcome, postgres_or_skip, proc_env, rdb, run_proc, trials_of
+from sweep_procs import COUNTED, PG_URL, ROOT, outcome, postgres_or_skip, proc_env, read_trials, run_proc
 
 from searchspace.files import load_config_file
 from searchspace.study import load_study
@@ -87,12 +87,7 @@ def sweep(workdir: Path, study: Path, url: str, name: str, budget: int, epochs: 
     env = proc_env(workdir, **env_extra)
     rc, out = run_proc(["lwnas", "sweep", str(study), "--storage", url], workdir, env, workdir / f"{name}.log")
     assert rc == 0, out[-4000:]
-    storage = rdb(url)
-    try:
-        found = trials_of(storage, name)
-    finally:
-        storage.engine.dispose()
-    return Swept(name, url, budget, epochs, out, found, workdir, env)
+    return Swept(name, url, budget, epochs, out, read_trials(url, name), workdir, env)
 
 
 def summary(trials: dict[int, optuna.trial.FrozenTrial]) -> dict:

@@ -38,7 +38,7 @@ from pathlib import Path
 import optuna
 import pytest
 from sweep_procs import (COUNTED, PG_URL, SWEEP_TIMEOUT, free_port, kill_session, outcome, postgres_or_skip,
-                         proc_env, rdb, run_proc, start_proc, states_sqlite, tail, trials_of, wait_for)
+                         proc_env, read_trials, run_proc, start_proc, states_sqlite, tail, wait_for)
 
 RUNNING, COMPLETE, WAITING = (optuna.trial.TrialState.RUNNING, optuna.trial.TrialState.COMPLETE,
                               optuna.trial.TrialState.WAITING)
@@ -147,15 +147,13 @@ def killed_and_resumed(tmp_path_factory) -> Stopped:
         proc.wait(timeout=30)
     finally:
         kill_session(proc)  # Ray's workers sit in process groups of their own
-    storage = rdb(url)
-    before = trials_of(storage, name)
+    before = read_trials(url, name)
     states = {n: t.state.name for n, t in before.items()}
     assert sum(t.state == COMPLETE for t in before.values()) >= 2 and \
            any(t.state == RUNNING for t in before.values()), states
     rc, resume_output = run_proc(["lwnas", "resume", name, "--storage", url], tmp, env, tmp / "resume.log")
     assert rc == 0, resume_output[-4000:]
-    after = trials_of(storage, name)
-    storage.engine.dispose()
+    after = read_trials(url, name)
     return Stopped(name, url, budget, before, after, log.read_text(errors="replace"), resume_output, tmp, env)
 
 
@@ -178,9 +176,7 @@ def test_kill9_then_resume_keeps_finished_trials_and_requeues_running_ones(kille
     rc, out = run_proc(["lwnas", "resume", s.name, "--storage", s.url], s.workdir, s.env, s.workdir / "resume2.log")
     assert rc == 0, out[-3000:]
     assert f"already has its {s.budget} trials" in out, out[-3000:]
-    storage = rdb(s.url)
-    assert sorted(trials_of(storage, s.name)) == sorted(s.after)
-    storage.engine.dispose()
+    assert sorted(read_trials(s.url, s.name)) == sorted(s.after)
 
 
 def test_resume_proposes_new_points(killed_and_resumed):
@@ -219,14 +215,12 @@ def test_ctrl_c_stops_the_sweep_and_resume_finishes_it(tmp_path):
     resume_cmd = f"lwnas resume {name} --storage {url}"
     assert resume_cmd in output, f"exit code {rc}; the output does not say how to resume:\n{output[-3000:]}"
 
-    storage = rdb(url)
-    before = trials_of(storage, name)
+    before = read_trials(url, name)
     assert any(t.state == COMPLETE for t in before.values()), {n: t.state.name for n, t in before.items()}
     assert sum(outcome(t) in COUNTED for t in before.values()) < budget
     rc, resume_output = run_proc(resume_cmd.split(), tmp_path, env, tmp_path / "resume.log")  # the printed command
     assert rc == 0, resume_output[-4000:]
-    after = trials_of(storage, name)
-    storage.engine.dispose()
+    after = read_trials(url, name)
     _check_resumed(before, after, budget)
 
 
@@ -278,11 +272,7 @@ def test_sweep_on_two_ray_nodes_with_postgres_storage(tmp_path):
                         "--name", name, "--trials", str(budget), "--max-concurrent", "2"],
                        tmp_path, env, tmp_path / "sweep.log")
         assert rc == 0, out[-4000:]
-        storage = rdb(PG_URL)
-        try:
-            trials = trials_of(storage, name)
-        finally:
-            storage.engine.dispose()
+        trials = read_trials(PG_URL, name)
         assert len(trials) == budget
         assert all(t.state == COMPLETE and outcome(t) == "complete" for t in trials.values()), \
             {n: (t.state.name, outcome(t), t.user_attrs.get("failure")) for n, t in trials.items()}
