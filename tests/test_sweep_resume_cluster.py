@@ -67,6 +67,24 @@ def _write_study(directory: Path, name: str, trials: int, epochs: int) -> Path:
     return path
 
 
+@dataclass
+class Started:
+    """A local `lwnas sweep` on SQLite, started in a session of its own."""
+    proc: subprocess.Popen
+    db: Path
+    url: str
+    env: dict
+    log: Path
+
+
+def _start_sweep(directory: Path, name: str, trials: int, epochs: int) -> Started:
+    study = _write_study(directory, name, trials=trials, epochs=epochs)
+    db = directory / "lwnas.db"
+    url, env, log = f"sqlite:///{db}", proc_env(directory), directory / "sweep.log"
+    proc = start_proc(["lwnas", "sweep", str(study), "--storage", url], directory, env, log)
+    return Started(proc, db, url, env, log)
+
+
 # ---- checks shared by the kill and the Ctrl-C scenarios ------------------------------------------
 def _check_resumed(before: dict[int, optuna.trial.FrozenTrial], after: dict[int, optuna.trial.FrozenTrial],
                    budget: int) -> list[int]:
@@ -130,12 +148,8 @@ def killed_and_resumed(tmp_path_factory) -> Stopped:
     """A sweep (6 trials, 2 at a time) killed with SIGKILL once 2 trials finished and one runs, resumed."""
     tmp = tmp_path_factory.mktemp("kill9")
     name, budget = "kill9", 6
-    study = _write_study(tmp, name, trials=budget, epochs=15)  # ~3-5 s per trial once Ray is up
-    db = tmp / "lwnas.db"
-    url = f"sqlite:///{db}"
-    env = proc_env(tmp)
-    log = tmp / "sweep.log"
-    proc = start_proc(["lwnas", "sweep", str(study), "--storage", url], tmp, env, log)
+    started = _start_sweep(tmp, name, trials=budget, epochs=15)  # ~3-5 s per trial once Ray is up
+    proc, db, url, env, log = started.proc, started.db, started.url, started.env, started.log
     try:
         def ready():
             states = states_sqlite(db, name)
@@ -192,12 +206,8 @@ def test_resume_proposes_new_points(killed_and_resumed):
 # ---- 2. Ctrl-C ---------------------------------------------------------------------------------------
 def test_ctrl_c_stops_the_sweep_and_resume_finishes_it(tmp_path):
     name, budget = "ctrlc", 4
-    study = _write_study(tmp_path, name, trials=budget, epochs=15)
-    db = tmp_path / "lwnas.db"
-    url = f"sqlite:///{db}"
-    env = proc_env(tmp_path)
-    log = tmp_path / "sweep.log"
-    proc = start_proc(["lwnas", "sweep", str(study), "--storage", url], tmp_path, env, log)
+    started = _start_sweep(tmp_path, name, trials=budget, epochs=15)
+    proc, db, url, env, log = started.proc, started.db, started.url, started.env, started.log
     try:
         def ready():
             states = states_sqlite(db, name).values()
