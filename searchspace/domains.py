@@ -13,10 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from .errors import LwnasError
+
 Scalar = str | int | float | bool | None
 
 
-class DomainError(ValueError):
+class DomainError(LwnasError, ValueError):
     """A domain is malformed; ``key`` is the offending key inside the knob's mapping (or None)."""
 
     def __init__(self, message: str, key: str | None = None):

@@ -24,7 +24,7 @@ import numpy as np
 from .conditions import Condition, is_member
 from .config import FAMILIES, FAMILY_DEFAULTS, ArchConfig, knob_names, type_problems
 from .domains import SPEC_KEYS, Choice, Domain, DomainError, Fixed, FloatRange, IntRange, parse_domain
-from .errors import did_you_mean
+from .errors import LwnasError, did_you_mean
 from .sharing import PATTERN_FAMILIES, generate_pattern, parse_pattern
 from .training import TRAINING_DEFAULTS, TRAINING_KNOBS, training_value_problem
 
@@ -52,7 +52,7 @@ ACTIVATION_RULES = frozenset({"groups_need_grouping", "weight_sharing_needs_grou
 Problem = tuple[tuple[Any, ...], str]  # (path inside the study, message)
 
 
-class SpaceError(ValueError):
+class SpaceError(LwnasError, ValueError):
     """Every problem found in a space, each as (path inside the study file, message)."""
 
     def __init__(self, problems: list[Problem]):

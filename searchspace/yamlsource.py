@@ -15,6 +15,8 @@ import re
 
 import yaml
 
+from .errors import LwnasError
+
 Path_ = tuple[Any, ...]
 
 
@@ -28,7 +30,7 @@ StudyLoader.add_implicit_resolver(
     list("-+0123456789."))
 
 
-class YamlProblem(ValueError):
+class YamlProblem(LwnasError, ValueError):
     """The file cannot be read as YAML; ``line`` is 1-based (0 when unknown)."""
 
     def __init__(self, line: int, message: str):

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from searchspace import ArchConfig, ConfigError, build_model
-from searchspace.errors import did_you_mean
+from searchspace.errors import LwnasError, did_you_mean
 from searchspace.training import SCHEDULES
 
 from .cost import cost
@@ -27,7 +27,7 @@ from .tasks import Task, adapt_config, batches, split_size
 
 
 
-class TrainingError(RuntimeError):
+class TrainingError(LwnasError, RuntimeError):
     """A run failed; ``epoch`` (1-based) and ``reason`` say where and why."""
 
     def __init__(self, epoch: int, reason: str):

@@ -150,5 +150,24 @@ def evaluate(
     sys.stdout.write(json.dumps(evaluate_checkpoint(checkpoint, split, device), indent=2) + "\n")
 
 
+def run() -> None:
+    """The ``lwnas`` console script: the Typer app, with every LwnasError caught here, once.
+
+    A user's mistake (a bad study, an unreachable storage, a missing file) prints one line per
+    problem and exits non-zero; only a bug in lwnas itself shows a traceback.
+    """
+    from searchspace.errors import LwnasError
+
+    try:
+        app()
+    except LwnasError as exc:
+        for line in exc.lines():
+            err.print(f"[red]error[/red] {escape(line)}", highlight=False)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    app()
+    run()

@@ -12,6 +12,7 @@ from pathlib import Path
 import optuna
 
 from searchspace import ArchConfig
+from searchspace.errors import LwnasError
 from searchspace.files import dump_config
 
 from . import storage as keys
@@ -19,7 +20,7 @@ from .pareto import pareto_front
 from .storage import TrialRecord, record_of
 
 
-class ExportError(ValueError):
+class ExportError(LwnasError, ValueError):
     pass
 
 

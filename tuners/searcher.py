@@ -20,6 +20,7 @@ from optuna.trial import TrialState
 from ray.tune.search.optuna import OptunaSearch
 
 from searchspace.convert import optuna_suggest
+from searchspace.errors import LwnasError
 from searchspace.study import Study
 
 from . import storage as keys
@@ -29,7 +30,7 @@ from .trainable import NUMBER, SEED
 MAX_REJECTIONS = 2000  # infeasible points in a row before the sweep gives up on the constraints
 
 
-class InfeasibleStudyError(RuntimeError):
+class InfeasibleStudyError(LwnasError, RuntimeError):
     pass
 
 

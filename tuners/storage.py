@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from searchspace.errors import LwnasError
+
 # study user attributes
 STUDY_SPEC = "lwnas:study"  # the study file as a plain dict (name, task, objectives, space, ...)
 STUDY_OBJECTIVES = "lwnas:objectives"  # [[metric, direction], ...] in Optuna's value order
@@ -45,7 +47,7 @@ def masked(url: str) -> str:
         return url
 
 
-class StorageError(RuntimeError):
+class StorageError(LwnasError, RuntimeError):
     """The storage cannot be reached or read; the message names the masked URL and the fix."""
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import optuna
 from rich.console import Console
 
+from searchspace.errors import LwnasError
 from searchspace.study import Study
 
 from . import storage as keys
@@ -32,7 +33,7 @@ TERMINAL_OUTCOMES = ("complete", "pruned", "failed")  # count toward the budget;
 SAMPLERS_NEEDING_NNI = ("nni-tpe", "nni-evolution")
 
 
-class SweepError(RuntimeError):
+class SweepError(LwnasError, RuntimeError):
     pass
 
 
