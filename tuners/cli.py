@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from .cost_report import CostFormat, cost_rows, render_cost
+from .dashboard_cli import dashboard
 from .space_cli import space_app
 from .sweep_cli import export, resume, status, sweep
 
@@ -24,7 +25,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(space_app, name="space")
-for command in (sweep, resume, status, export):
+for command in (sweep, resume, status, export, dashboard):
     app.command()(command)
 err = Console(stderr=True, soft_wrap=True)
 
