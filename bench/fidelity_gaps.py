@@ -17,7 +17,8 @@ The figures docs/paper-fidelity.md states, each measured here on random inputs (
                     tokens of a padded batch against running the coder item by item (Listing 1 is
                     per item): max |difference| of the pooled sketches, relative to their max.
 
-Prints one JSON object to stdout. Usage: python bench/fidelity_gaps.py [--seed 0]
+Prints one JSON object to stdout (no timings: these are sizes of differences, deterministic per seed).
+Usage: python bench/fidelity_gaps.py [--seed 0] [--threads N] [--quick]
 """
 
 from __future__ import annotations
@@ -55,9 +56,10 @@ def sinusoid(numbers: torch.Tensor, dim: int = 64, wave_len: float = 1000.0) -> 
     return torch.cat([angles.sin(), angles.cos()], -1)
 
 
-def box_relation(gen: torch.Generator) -> dict:
-    corner = torch.rand(64, 20, 2, generator=gen, dtype=torch.float64) * 0.6
-    boxes = torch.cat([corner, corner + 0.01 + torch.rand(64, 20, 2, generator=gen, dtype=torch.float64) * 0.39], -1)
+def box_relation(gen: torch.Generator, images: int = 64) -> dict:
+    corner = torch.rand(images, 20, 2, generator=gen, dtype=torch.float64) * 0.6
+    sides = 0.01 + torch.rand(images, 20, 2, generator=gen, dtype=torch.float64) * 0.39
+    boxes = torch.cat([corner, corner + sides], -1)
     ours = box_relation_embedding(boxes)
     paper_numbers = paper_geometry(boxes)
     # lwnas's numbers, read back from its own embedding would need an inverse; recompute them instead.
@@ -69,7 +71,7 @@ def box_relation(gen: torch.Generator) -> dict:
         torch.log(((cy[:, :, None] - cy[:, None, :]).abs() / h[:, :, None]).clamp(min=1e-3)),
         torch.log(w[:, :, None] / w[:, None, :]), torch.log(h[:, :, None] / h[:, None, :])], -1)
     assert torch.allclose(sinusoid(ours_numbers), ours)  # the recomputation is lwnas's embedding
-    return {"boxes": "64 images x 20 boxes, corners U(0, 0.6), sides U(0.01, 0.4)",
+    return {"boxes": f"{images} images x 20 boxes, corners U(0, 0.6), sides U(0.01, 0.4)",
             "max_abs_diff_geometry_numbers": (ours_numbers - paper_numbers).abs().amax().item(),
             "max_abs_diff_embedding": (ours - sinusoid(paper_numbers)).abs().amax().item()}
 
@@ -124,10 +126,15 @@ def sketch_batchnorm(gen: torch.Generator) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: all cores)")
+    parser.add_argument("--quick", action="store_true", help="4 images of boxes instead of 64 (a smoke run)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     gen = torch.Generator().manual_seed(args.seed)
     with torch.no_grad():
-        result = {"seed": args.seed, "box_relation": box_relation(gen), "coupled_scale": coupled_scale(gen),
+        result = {"seed": args.seed, "quick": args.quick, "box_relation": box_relation(gen, 4 if args.quick else 64),
+                  "coupled_scale": coupled_scale(gen),
                   "layer_norm": layer_norm(gen), "radix_digits": radix_digits(),
                   "sketch_batchnorm": sketch_batchnorm(gen)}
     print(json.dumps(result, indent=2))
