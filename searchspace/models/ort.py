@@ -31,7 +31,8 @@ def box_relation_embedding(boxes: torch.Tensor, dim: int = RELATION_DIM, wave_le
     """
     x0, y0, x1, y1 = boxes.unbind(-1)
     cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-    # The +1.0 keeps w, h >= 1 for 0-1 boxes; the clamp only guards boxes with x1 < x0.
+    # With 0-1 boxes the +1.0 keeps w, h >= 1; the clamp only matters for boxes outside that range,
+    # where the authors' log would give -inf or NaN.
     w, h = (x1 - x0 + 1.0).clamp(min=1e-3), (y1 - y0 + 1.0).clamp(min=1e-3)
     dx = torch.log(((cx[:, :, None] - cx[:, None, :]).abs() / w[:, :, None]).clamp(min=1e-3))
     dy = torch.log(((cy[:, :, None] - cy[:, None, :]).abs() / h[:, :, None]).clamp(min=1e-3))
