@@ -17,13 +17,14 @@ from .sharing import format_pattern, parse_pattern
 
 FAMILIES = ("encoder", "mcan", "ort", "retrieval")
 ATTENTION_KERNELS = ("standard", "coupled")
+COUPLED_SCALES = ("quarter", "half")  # each coupled logit map x head_dim^-1/4 (authors' code) or ^-1/2
 ATTENTION_SHARING = ("none", "qk", "kv")
 POOLINGS = ("mean", "attention", "sketch")
 
 # Knobs that only make sense for some families; any other family rejects them when set.
 FAMILY_KNOBS: dict[str, frozenset[str]] = {
     "encoder": frozenset({"layers", "layer_sharing", "pooling", "sketch_n", "sketch_k",
-                          "sketch_d", "grid", "patch_features", "num_classes"}),
+                          "sketch_d", "grid", "patch_features", "num_classes", "coupled_scale"}),
     "retrieval": frozenset({"layers", "layer_sharing", "pooling", "sketch_n", "sketch_k", "sketch_d",
                             "image_regions", "region_features", "caption_tokens", "vocab_size"}),
     "mcan": frozenset({"layers", "encoder_layers", "decoder_layers", "layer_sharing",
@@ -47,6 +48,7 @@ FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
     "ort": {"image_regions": 50, "region_features": 2048, "caption_tokens": 16, "vocab_size": 10001},
 }
 SKETCH_DEFAULTS = {"sketch_n": 8, "sketch_k": 8, "sketch_d": 8}  # T-EMDE §4: D=8; N=K=8 is its small coder
+COUPLED_DEFAULT = "quarter"  # Couplformer's released code (wer010/Couplformer, 2022)
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,7 @@ class ArchConfig:
     encoder_layers: int | None = None  # mcan/ort; None -> layers
     decoder_layers: int | None = None  # mcan/ort; None -> layers
     dropout: float = 0.1
+    qkv_bias: bool = True  # biases on the Q/K/V projections (MCAN, ORT: on; Couplformer's KCT: off)
     # LW-Transformer (group-wise transformation)
     groups: int = 1
     g_mha: bool = False
@@ -80,6 +83,7 @@ class ArchConfig:
     radix_base: int | None = None
     # Couplformer
     attention: str = "standard"
+    coupled_scale: str | None = None  # attention: coupled only; None -> COUPLED_DEFAULT
     # T-EMDE
     pooling: str | None = None
     sketch_n: int | None = None
@@ -122,6 +126,8 @@ class ArchConfig:
                 for name, default in SKETCH_DEFAULTS.items():
                     if getattr(self, name) is None:
                         set_(self, name, default)
+            if self.attention == "coupled" and self.coupled_scale is None:
+                set_(self, "coupled_scale", COUPLED_DEFAULT)
 
     # ---- derived values -------------------------------------------------------------------
     @property
@@ -189,7 +195,7 @@ _INT_KNOBS = ("d_model", "heads", "layers", "groups", "qk_expansion")
 _OPT_INT_KNOBS = ("d_ff", "encoder_layers", "decoder_layers", "radix_base", "sketch_n", "sketch_k",
                   "sketch_d", "patch_features", "num_classes", "question_tokens", "image_regions",
                   "region_features", "caption_tokens", "vocab_size", "num_answers")
-_BOOL_KNOBS = ("g_mha", "g_ffn", "weight_sharing", "g_lml", "g_il")
+_BOOL_KNOBS = ("qkv_bias", "g_mha", "g_ffn", "weight_sharing", "g_lml", "g_il")
 
 
 def _type_problems(cfg: ArchConfig) -> list[tuple[str, str]]:
@@ -210,7 +216,7 @@ def _type_problems(cfg: ArchConfig) -> list[tuple[str, str]]:
         problems.append(("dropout", f"must be a number in [0, 1), got {cfg.dropout!r}"))
     choices = [("family", FAMILIES), ("attention", ATTENTION_KERNELS), ("pooling", POOLINGS),
                ("attention_sharing", ATTENTION_SHARING), ("encoder_attention_sharing", ATTENTION_SHARING),
-               ("decoder_attention_sharing", ATTENTION_SHARING)]
+               ("decoder_attention_sharing", ATTENTION_SHARING), ("coupled_scale", COUPLED_SCALES)]
     for name, allowed in choices:
         value = getattr(cfg, name)
         if value is None and name not in ("family", "attention", "attention_sharing"):
@@ -260,6 +266,7 @@ RULES: dict[str, frozenset[str]] = {
     "pattern_length": frozenset({*_DEPTHS, *_PATTERNS}),
     "radix_base_min": frozenset({"radix_base"}),
     "coupled_needs_grid": frozenset({"attention", "family"}),
+    "coupled_scale_needs_coupled": frozenset({"coupled_scale", "attention"}),
     "sketch_needs_sketch_pooling": frozenset({"pooling", *_SKETCH}),
 }
 
@@ -334,6 +341,9 @@ def _rule_problems(cfg: ArchConfig) -> list[tuple[str, str, str]]:
     if cfg.attention == "coupled":
         if cfg.family != "encoder":
             p.append(("coupled_needs_grid", "attention", "`coupled` needs a 2-D token grid, which only family `encoder` has"))
+    if cfg.coupled_scale is not None and cfg.attention != "coupled":
+        p.append(("coupled_scale_needs_coupled", "coupled_scale", f"is set to {cfg.coupled_scale!r} but only applies "
+                  f"with `attention: coupled` (attention is {cfg.attention!r})"))
     if cfg.pooling != "sketch":
         for name in ("sketch_n", "sketch_k", "sketch_d"):
             if getattr(cfg, name) is not None:

@@ -45,9 +45,11 @@ IMPLIED: dict[str, tuple[Condition, Any]] = {
     "g_lml": (Condition(((("g_mha", (True,)),),)), False),
     "g_il": (Condition(((("g_ffn", (True,)),),)), False),
     **{k: (_SKETCH_POOLING, None) for k in ("sketch_n", "sketch_k", "sketch_d")},
+    "coupled_scale": (Condition(((("attention", ("coupled",)),),)), None),
 }
 ACTIVATION_RULES = frozenset({"groups_need_grouping", "weight_sharing_needs_grouping", "qk_expansion_needs_g_mha",
-                              "g_lml_needs_g_mha", "g_il_needs_g_ffn", "sketch_needs_sketch_pooling"})
+                              "g_lml_needs_g_mha", "g_il_needs_g_ffn", "sketch_needs_sketch_pooling",
+                              "coupled_scale_needs_coupled"})
 
 Problem = tuple[tuple[Any, ...], str]  # (path inside the study, message)
 

@@ -13,6 +13,7 @@ from torch.utils._pytree import tree_flatten
 
 from searchspace import ArchConfig, RadixCodec, build_model
 from searchspace.layers import CoupledAttention, FeedForward, GroupedLinear, MultiHeadAttention, SketchPool
+from searchspace.models import box_relation_embedding
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -51,16 +52,49 @@ def naive_softmax_attention(q, k, v, mask=None):
     return torch.softmax(logits, dim=-1) @ v
 
 
-def kron_attention(q, k, v, grid):
-    """Couplformer as an explicit Kronecker product, for one (T, c) head: softmax(A) kron softmax(B) @ V."""
+# Couplformer's logit scale. The authors' current code (wer010/Couplformer, commit 13edf73e,
+# src/utils/transformers_kronecker.py `Attention` and src/vic.py `CouplingAttention`) multiplies the
+# row map A and the column map B once each by head_dim ** -0.25; the 2021 version of
+# transformers_kronecker.py (commit 9b3585c2) multiplied them by head_dim ** -0.5.
+COUPLED_POWERS = {"quarter": -0.25, "half": -0.5}
+
+
+def kron_attention(q, k, v, grid, power=-0.25):
+    """Couplformer as an explicit Kronecker product, for one (T, c) head: softmax(A) kron softmax(B) @ V,
+    with A and B each multiplied by c ** power before their softmax."""
     h, w = grid
     c = q.shape[-1]
     q_rows, k_rows = q.reshape(h, w * c), k.reshape(h, w * c)  # row i = tokens (i, 0..w-1)
     q_cols = q.reshape(h, w, c).transpose(0, 1).reshape(w, h * c)
     k_cols = k.reshape(h, w, c).transpose(0, 1).reshape(w, h * c)
-    a = torch.softmax(q_rows @ k_rows.T / math.sqrt(c), dim=-1)  # (h, h)
-    b = torch.softmax(q_cols @ k_cols.T / math.sqrt(c), dim=-1)  # (w, w)
+    a = torch.softmax(q_rows @ k_rows.T * c**power, dim=-1)  # (h, h)
+    b = torch.softmax(q_cols @ k_cols.T * c**power, dim=-1)  # (w, w)
     return torch.kron(a, b) @ v  # (hw, hw) @ (hw, c_v)
+
+
+def box_geometry_reference(boxes):
+    """ORT's box-relation embedding for one image, pair by pair, from the formula of the authors'
+    released code (jiahuei/sparse-image-captioning, commit 9051c344,
+    sparse_caption/models/relation_transformer.py, ``BoxRelationalEmbedding``).
+
+    Boxes are (x0, y0, x1, y1) in 0-1 image coordinates. Sizes get 1.0 added: w = x1 - x0 + 1.
+    For the ordered pair (i, j) the four geometry numbers are log(max(|cx_i - cx_j| / w_i, 0.001)),
+    the same for y with h_i, then log(w_i / w_j) and log(h_i / h_j). Each is multiplied by 100 and by
+    the 8 frequencies 1000 ** (-f / 8), f = 0..7, giving 32 angles (number-major); the embedding is
+    the 32 sines followed by the 32 cosines.
+    """
+    r = boxes.shape[0]
+    out = torch.empty(r, r, 64, dtype=boxes.dtype)
+    for i in range(r):
+        for j in range(r):
+            (ax0, ay0, ax1, ay1), (bx0, by0, bx1, by1) = boxes[i].tolist(), boxes[j].tolist()
+            wi, hi, wj, hj = ax1 - ax0 + 1.0, ay1 - ay0 + 1.0, bx1 - bx0 + 1.0, by1 - by0 + 1.0
+            dcx, dcy = abs((ax0 + ax1) / 2 - (bx0 + bx1) / 2), abs((ay0 + ay1) / 2 - (by0 + by1) / 2)
+            numbers = [math.log(max(dcx / wi, 1e-3)), math.log(max(dcy / hi, 1e-3)),
+                       math.log(wi / wj), math.log(hi / hj)]
+            angles = [100.0 * n * 1000.0 ** (-f / 8) for n in numbers for f in range(8)]
+            out[i, j] = torch.tensor([math.sin(a) for a in angles] + [math.cos(a) for a in angles], dtype=boxes.dtype)
+    return out
 
 
 def naive_mha(mha: MultiHeadAttention, x, context=None, mask=None, kernel=None):
@@ -74,7 +108,7 @@ def naive_mha(mha: MultiHeadAttention, x, context=None, mask=None, kernel=None):
 
     def lin(gl, t, i):
         w, b = group_params(gl, i)
-        return t @ w + b
+        return t @ w if b is None else t @ w + b
 
     outs = []
     for i in range(g):
@@ -278,16 +312,30 @@ def test_dense_ffn_params():
 
 
 # ---- coupled attention -------------------------------------------------------------------------------
+@pytest.mark.parametrize("scale", ["quarter", "half"])
 @pytest.mark.parametrize("grid", [(3, 4), (2, 5), (4, 4), (1, 3)])
-def test_coupled_equals_kronecker_attention(grid):
+def test_coupled_equals_kronecker_attention(grid, scale):
     torch.manual_seed(6)
     b, n, c = 2, 3, 4
     t = grid[0] * grid[1]
     q, k, v = _rand(b, n, t, c), _rand(b, n, t, c), _rand(b, n, t, c + 2)  # d_v may differ from d_q
-    out = CoupledAttention(grid).eval()(q, k, v)
-    ref = torch.stack([torch.stack([kron_attention(q[i, j], k[i, j], v[i, j], grid) for j in range(n)])
-                       for i in range(b)])
+    out = CoupledAttention(grid, logit_scale=scale).eval()(q, k, v)
+    ref = torch.stack([torch.stack([kron_attention(q[i, j], k[i, j], v[i, j], grid, COUPLED_POWERS[scale])
+                                    for j in range(n)]) for i in range(b)])
     torch.testing.assert_close(out, ref, **TOL)
+
+
+def test_coupled_defaults_to_the_authors_current_scale():
+    torch.manual_seed(6)
+    grid, c = (3, 4), 16  # c = 16: c^-1/4 = 1/2 and c^-1/2 = 1/4 give clearly different maps
+    q, k, v = _rand(1, 1, 12, c), _rand(1, 1, 12, c), _rand(1, 1, 12, c)
+    current = kron_attention(q[0, 0], k[0, 0], v[0, 0], grid, -0.25)
+    torch.testing.assert_close(CoupledAttention(grid)(q, k, v)[0, 0], current, **TOL)
+    assert not torch.allclose(kron_attention(q[0, 0], k[0, 0], v[0, 0], grid, -0.5), current, atol=1e-3)
+    model = build_model(ArchConfig(attention="coupled", d_model=32, heads=2, grid=(2, 2)))
+    assert {m.logit_scale for m in model.modules() if isinstance(m, CoupledAttention)} == {"quarter"}
+    model = build_model(ArchConfig(attention="coupled", coupled_scale="half", d_model=32, heads=2, grid=(2, 2)))
+    assert {m.logit_scale for m in model.modules() if isinstance(m, CoupledAttention)} == {"half"}
 
 
 def test_coupled_differs_from_standard_attention():
@@ -296,13 +344,29 @@ def test_coupled_differs_from_standard_attention():
     assert not torch.allclose(CoupledAttention((3, 4))(q, k, v), naive_softmax_attention(q, k, v))
 
 
-def test_coupled_mha_equals_projections_and_kronecker():
+@pytest.mark.parametrize("qkv_bias", [True, False])
+def test_coupled_mha_equals_projections_and_kronecker(qkv_bias):
     torch.manual_seed(7)
     grid = (3, 4)
-    mha = MultiHeadAttention(16, 4, groups=2, grouped=True, qk_expansion=2, kernel="coupled", grid=grid).to(DT)
+    mha = MultiHeadAttention(16, 4, groups=2, grouped=True, qk_expansion=2, kernel="coupled", grid=grid,
+                             qkv_bias=qkv_bias).to(DT)
     x = _rand(2, 12, 16)
     ref = naive_mha(mha.eval(), x, kernel=lambda q, k, v: kron_attention(q, k, v, grid))
     torch.testing.assert_close(mha(x), ref, **TOL)
+
+
+@pytest.mark.parametrize("sharing", ["none", "qk", "kv"])
+def test_qkv_bias_off_drops_only_the_projection_biases(sharing):
+    torch.manual_seed(7)
+    with_bias = MultiHeadAttention(16, 4, sharing=sharing).to(DT).eval()
+    without = MultiHeadAttention(16, 4, sharing=sharing, qkv_bias=False).to(DT).eval()
+    projections = [m for name, m in without.named_children() if name.endswith("_proj") and name != "out_proj"]
+    assert projections and all(m.bias is None for m in projections)
+    assert without.out_proj.bias is not None  # W_O keeps its bias in every reference (KCT's `proj` included)
+    count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    assert count(with_bias) - count(without) == 16 * len(projections)
+    x = _rand(2, 5, 16)
+    torch.testing.assert_close(without(x), naive_mha(without, x), **TOL)
 
 
 class ShapeRecorder(TorchDispatchMode):
@@ -343,6 +407,47 @@ def test_coupled_rejects_masks_and_wrong_token_count():
         att(q, q, q, causal=True)
     with pytest.raises(ValueError, match="6 tokens"):
         att(torch.randn(1, 1, 7, 4), q, q)
+
+
+# ---- ORT box relation ---------------------------------------------------------------------------------
+def _random_boxes(batch, regions):
+    """Boxes in 0-1 image coordinates with x0 < x1 and y0 < y1, as the detector's relative boxes are."""
+    corner = torch.rand(batch, regions, 2, dtype=DT) * 0.6
+    return torch.cat([corner, corner + 0.01 + torch.rand(batch, regions, 2, dtype=DT) * 0.39], dim=-1)
+
+
+def test_box_relation_equals_the_authors_formula():
+    torch.manual_seed(12)
+    boxes = _random_boxes(2, 5)
+    boxes[1, 3] = boxes[1, 1]  # identical centres: the offset terms hit the 0.001 floor
+    out = box_relation_embedding(boxes)
+    assert out.shape == (2, 5, 5, 64)
+    for b in range(2):
+        torch.testing.assert_close(out[b], box_geometry_reference(boxes[b]), **TOL)
+
+
+def test_box_relation_size_ratio_runs_i_over_j():
+    # Box 0 is wider than box 1: log(w_0 / w_1) > 0 at (0, 1), so the first angle of the w-ratio
+    # block (f = 0: angle = 100 * log(w_0 / w_1)) has the sine of a positive number there.
+    boxes = torch.tensor([[[0.1, 0.1, 0.7, 0.3], [0.2, 0.1, 0.3, 0.3]]], dtype=DT)
+    ratio = 100.0 * math.log(1.6 / 1.1)
+    out = box_relation_embedding(boxes)
+    assert out[0, 0, 1, 16].item() == pytest.approx(math.sin(ratio), abs=1e-12)
+    assert out[0, 1, 0, 16].item() == pytest.approx(math.sin(-ratio), abs=1e-12)
+
+
+def test_ort_encoder_uses_the_box_relation_embedding():
+    torch.manual_seed(13)
+    cfg = ArchConfig(family="ort", layers=1, caption_tokens=3, **SMALL)
+    model = build_model(cfg).to(DT).eval()
+    regions, boxes = _rand(1, 4, 8), _random_boxes(1, 4)
+    layer = model.encoder.blocks[0]
+    relation = box_geometry_reference(boxes[0])[None]
+    x = model.embed_regions(regions)
+    h = layer.norm1(x)
+    x = x + layer.attn(h, relation=relation)
+    x = x + layer.ffn(layer.norm2(x))
+    torch.testing.assert_close(model.encode(regions, boxes), model.encoder_norm(x), **TOL)
 
 
 # ---- T-EMDE sketch ---------------------------------------------------------------------------------------

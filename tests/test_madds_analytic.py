@@ -130,6 +130,6 @@ def test_coupled_kernel_madds(knobs):
         attention(cfg, "encoder", t, t, True) - standard_kernel + heads * (maps + apply))
     assert coupled.madds_breakdown["embeddings"] == t * 3 * d
     assert coupled.madds_breakdown["head"] == d * 5
-    standard = cost(cfg.replace(attention="standard"), memory=False)
+    standard = cost(cfg.replace(attention="standard", coupled_scale=None), memory=False)
     assert standard.madds_breakdown["encoder"] == layers * (projections_and_ffn + standard_kernel)
     assert coupled.params == standard.params  # Couplformer: same parameters as standard attention

@@ -93,6 +93,7 @@ RULES = {
     "sketch_n": lambda v: v["pooling"] == "sketch",
     "sketch_k": lambda v: v["pooling"] == "sketch",
     "sketch_d": lambda v: v["pooling"] == "sketch",
+    "coupled_scale": lambda v: v["attention"] == "coupled",
 }
 
 

@@ -9,6 +9,8 @@
 * ORT's box-relation term: ``relation_dim`` adds h x Linear(64, 1) turning a geometry embedding into
   per-head logit offsets ``log(max(relu(w_g), 1e-6))``.
 * The kernel is ``standard`` (scaled dot product) or Couplformer's ``coupled`` over a grid.
+* ``qkv_bias``: biases on the Q/K/V projections (on in MCAN, ORT and Couplformer's ``vic.py``; off in
+  Couplformer's KCT ``Attention``). W_O keeps its bias in every reference.
 """
 
 from __future__ import annotations
@@ -64,12 +66,14 @@ class MultiHeadAttention(nn.Module):
         grid: (h, w) token grid, required by the coupled kernel.
         relation_dim: width of ORT's box-relation embedding; 0 disables the relation term.
         dropout: dropout on the attention probabilities.
+        qkv_bias: biases on the Q, K and V projections.
+        coupled_scale: ``quarter`` or ``half``: the coupled kernel's logit scale (``CoupledAttention``).
     """
 
     def __init__(self, dim: int, num_heads: int, groups: int = 1, grouped: bool = False, shared: bool = False,
                  qk_expansion: int = 1, grouped_merge: bool = False, sharing: str = "none",
                  kernel: str = "standard", grid: tuple[int, int] | None = None, relation_dim: int = 0,
-                 dropout: float = 0.0):
+                 dropout: float = 0.0, qkv_bias: bool = True, coupled_scale: str = "quarter"):
         super().__init__()
         if dim % num_heads:
             raise ValueError(f"dim ({dim}) must be divisible by num_heads ({num_heads})")
@@ -82,7 +86,7 @@ class MultiHeadAttention(nn.Module):
         qk_dim = qk_expansion * dim
 
         def proj(out: int) -> GroupedLinear:
-            return GroupedLinear(dim, out, g, shared)
+            return GroupedLinear(dim, out, g, shared, bias=qkv_bias)
 
         if sharing == "none":
             self.q_proj, self.k_proj, self.v_proj = proj(qk_dim), proj(qk_dim), proj(dim)
@@ -99,7 +103,7 @@ class MultiHeadAttention(nn.Module):
         elif kernel == "coupled":
             if grid is None:
                 raise ValueError("the coupled kernel needs a grid (h, w)")
-            self.kernel = CoupledAttention(grid, dropout)
+            self.kernel = CoupledAttention(grid, dropout, logit_scale=coupled_scale)
         else:
             raise ValueError(f"kernel must be standard or coupled, got {kernel!r}")
 

@@ -4,6 +4,11 @@ For a token grid of h rows and w columns, row attention ``A`` (h x h) compares w
 column attention ``B`` (w x w) whole columns; each channel's output is
 ``softmax(A) . V_c . softmax(B)^T``. This equals ``(softmax(A) kron softmax(B)) . vec(V)``
 without ever forming the Kronecker product.
+
+``logit_scale`` is the power of the head size c that multiplies each logit map: ``quarter``
+(c^-1/4, the authors' released code: wer010/Couplformer ``transformers_kronecker.py`` ``Attention``
+and ``vic.py`` ``CouplingAttention``, 2022) or ``half`` (c^-1/2, their 2021 code and standard
+attention's 1/sqrt(c)).
 """
 
 from __future__ import annotations
@@ -11,13 +16,17 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+SCALE_POWERS = {"quarter": -0.25, "half": -0.5}  # logit_scale -> power of the head size c (ArchConfig.coupled_scale)
+
 
 class CoupledAttention(nn.Module):
     """Attention kernel over a fixed ``grid = (h, w)``; q, k, v arrive as ``(B, H, h*w, d)``."""
 
-    def __init__(self, grid: tuple[int, int], dropout: float = 0.0):
+    def __init__(self, grid: tuple[int, int], dropout: float = 0.0, logit_scale: str = "quarter"):
         super().__init__()
-        self.grid = tuple(grid)
+        if logit_scale not in SCALE_POWERS:
+            raise ValueError(f"logit_scale must be one of {', '.join(SCALE_POWERS)}, got {logit_scale!r}")
+        self.grid, self.logit_scale = tuple(grid), logit_scale
         self.drop = nn.Dropout(dropout)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_mask: torch.Tensor | None = None,
@@ -28,17 +37,19 @@ class CoupledAttention(nn.Module):
         b, n, t, c = q.shape
         if t != gh * gw:
             raise ValueError(f"coupled attention built for grid {gh}x{gw} ({gh * gw} tokens) got {t} tokens")
-        # Couplformer's code scales q and k by c^-0.25 each, i.e. the logits by 1/sqrt(c).
-        scale = c**-0.25
-        q = (q * scale).view(b, n, gh, gw, c)
-        k = (k * scale).view(b, n, gh, gw, k.shape[-1])
+        scale = c ** SCALE_POWERS[self.logit_scale]  # once on each logit map, as the authors' code does
+        q = q.view(b, n, gh, gw, c)
+        k = k.view(b, n, gh, gw, k.shape[-1])
         v = v.view(b, n, gh, gw, v.shape[-1])
-        rows = torch.einsum("bnhwc,bnjwc->bnhj", q, k).softmax(-1)  # (B, H, h, h)
-        cols = torch.einsum("bnhwc,bnhvc->bnwv", q, k).softmax(-1)  # (B, H, w, w)
+        rows = (torch.einsum("bnhwc,bnjwc->bnhj", q, k) * scale).softmax(-1)  # (B, H, h, h)
+        cols = (torch.einsum("bnhwc,bnhvc->bnwv", q, k) * scale).softmax(-1)  # (B, H, w, w)
         rows, cols = self.drop(rows), self.drop(cols)
         out = torch.einsum("bnhj,bnjvc->bnhvc", rows, v)  # softmax(A) . V_c  (B, H, h, w, c)
         out = torch.einsum("bnhvc,bnwv->bnhwc", out, cols)  # ... . softmax(B)^T
         return out.reshape(b, n, t, -1)
+
+    def extra_repr(self) -> str:
+        return f"grid={self.grid}, logit_scale={self.logit_scale!r}"
 
     @staticmethod
     def map_numel(q: torch.Tensor, k: torch.Tensor, grid: tuple[int, int]) -> int:

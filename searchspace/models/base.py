@@ -7,7 +7,7 @@ import math
 import torch
 from torch import nn
 
-from ..config import ArchConfig
+from ..config import COUPLED_DEFAULT, ArchConfig
 from ..layers import DecoderLayer, EncoderLayer, FeedForward, MultiHeadAttention, SharedStack
 
 
@@ -35,7 +35,7 @@ def make_attention(cfg: ArchConfig, stack: str, kernel: str = "standard", relati
         cfg.d_model, cfg.heads, groups=cfg.groups, grouped=cfg.g_mha, shared=cfg.weight_sharing,
         qk_expansion=cfg.qk_expansion, grouped_merge=cfg.g_lml, sharing=cfg.attention_sharing_of(stack),
         kernel=kernel, grid=cfg.grid if kernel == "coupled" else None, relation_dim=relation_dim,
-        dropout=cfg.dropout)
+        dropout=cfg.dropout, qkv_bias=cfg.qkv_bias, coupled_scale=cfg.coupled_scale or COUPLED_DEFAULT)
 
 
 def make_ffn(cfg: ArchConfig) -> FeedForward:

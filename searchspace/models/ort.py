@@ -22,15 +22,22 @@ RELATION_DIM = 64  # ORT's geometry embedding width (dim_g)
 
 
 def box_relation_embedding(boxes: torch.Tensor, dim: int = RELATION_DIM, wave_len: float = 1000.0) -> torch.Tensor:
-    """(B, R, 4) boxes (x0, y0, x1, y1) -> (B, R, R, dim) sinusoidal embedding of pairwise geometry
-    (ORT's BoxRelationalEmbedding: log-scaled centre offsets and size ratios)."""
+    """(B, R, 4) boxes (x0, y0, x1, y1) in 0-1 image coordinates -> (B, R, R, dim) sinusoidal embedding
+    of pairwise geometry: log(|cx_i - cx_j| / w_i), log(|cy_i - cy_j| / h_i), log(w_i / w_j), log(h_i / h_j).
+
+    As in the authors' released ``BoxRelationalEmbedding`` (jiahuei/sparse-image-captioning, from the
+    ORT code), w and h are the box sizes plus 1.0 and the size ratios run i over j; the ORT paper
+    writes log(w_j / w_i) and no offset (docs/paper-fidelity.md).
+    """
     x0, y0, x1, y1 = boxes.unbind(-1)
     cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-    w, h = (x1 - x0).clamp(min=1e-3), (y1 - y0).clamp(min=1e-3)
+    # With 0-1 boxes the +1.0 keeps w, h >= 1; the clamp only matters for boxes outside that range,
+    # where the authors' log would give -inf or NaN.
+    w, h = (x1 - x0 + 1.0).clamp(min=1e-3), (y1 - y0 + 1.0).clamp(min=1e-3)
     dx = torch.log(((cx[:, :, None] - cx[:, None, :]).abs() / w[:, :, None]).clamp(min=1e-3))
     dy = torch.log(((cy[:, :, None] - cy[:, None, :]).abs() / h[:, :, None]).clamp(min=1e-3))
-    dw = torch.log(w[:, None, :] / w[:, :, None])
-    dh = torch.log(h[:, None, :] / h[:, :, None])
+    dw = torch.log(w[:, :, None] / w[:, None, :])
+    dh = torch.log(h[:, :, None] / h[:, None, :])
     position = torch.stack([dx, dy, dw, dh], dim=-1) * 100.0  # (B, R, R, 4)
     freqs = torch.arange(dim // 8, device=boxes.device, dtype=boxes.dtype)
     inv = 1.0 / (wave_len ** (freqs / (dim // 8)))
