@@ -91,9 +91,11 @@ def cost(
 
 @app.command()
 def train(
-    config: Annotated[Path, typer.Argument(help="Configuration file: knobs, optionally a `training` section.")],
-    task: Annotated[str, typer.Option("--task", "-t", help="Built-in task (digits, shapes-vqa, scene-captions, "
-                                      "scene-retrieval, features) or a plugin as package.module:Class.")],
+    config: Annotated[Path, typer.Argument(help="Configuration file: knobs, optionally `task` and `training` sections "
+                                                "(an exported trial has both).")],
+    task: Annotated[Optional[str], typer.Option(
+        "--task", "-t", help="Built-in task (digits, shapes-vqa, scene-captions, scene-retrieval, features) or a "
+                             "plugin as package.module:Class; default: the file's `task`.")] = None,
     epochs: Annotated[Optional[int], typer.Option(help="Override the number of epochs.")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory for checkpoint, metrics and config.")
                    ] = Path("runs/latest"),
@@ -105,8 +107,8 @@ def train(
     threads: Annotated[Optional[int], typer.Option(help="CPU threads for torch.")] = None,
     device: Annotated[Optional[str], typer.Option(help="auto, cpu or cuda.")] = None,
 ) -> None:
-    """Train a configuration in full (an exported or hand-written one) and write checkpoint.pt,
-    metrics.json and the exact config.yaml used to --out."""
+    """Train a configuration in full (an exported or hand-written one) and write checkpoint.pt, metrics.json and
+    the exact config.yaml used to --out."""
     from searchspace import ConfigError
     from searchspace.files import load_config_file
     from trainers.checkpoint import save_run
@@ -119,8 +121,8 @@ def train(
         overrides = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, seed=seed,
                                             threads=threads, device=device).items() if v is not None}
         settings = TrainSettings.from_dict({**(f.metadata.get("training") or {}), **overrides})
-        task_options = {"path": str(data)} if data else {}
-        the_task = resolve_task(task, **task_options)
+        task_name, task_options = file_task(f, task, data)
+        the_task = resolve_task(task_name, **task_options)
         result = run_training(f.config, the_task, settings)
     except ConfigError as exc:
         _exit_on_config_error(exc)
@@ -134,6 +136,38 @@ def train(
     err.print(f"wrote {out}/checkpoint.pt, metrics.json, config.yaml; re-evaluate with: lwnas evaluate "
               f"{out}/checkpoint.pt")
     sys.stdout.write(json.dumps(result.summary(), indent=2) + "\n")
+
+
+def file_task(f, task: str | None, data: Path | None) -> tuple[str, dict]:
+    """The task to train and its options: the file's `task` section, or --task (which must agree with it).
+
+    Path options (``features``' `path`) resolve against the file's folder; --data replaces `path`.
+    """
+    from searchspace import ConfigError
+    from trainers.tasks.base import absolute_path_options
+
+    named, options = f.metadata.get("task"), f.metadata.get("task_options") or {}
+    problems = []
+    if named is not None and (not isinstance(named, str) or not named):
+        problems.append((f"{f.path}: task", f"must be a task name, got {named!r}"))
+    if not isinstance(options, dict):
+        problems.append((f"{f.path}: task_options", f"must be a mapping of keyword arguments, got {options!r}"))
+    if not problems and task and named and task != named:
+        problems.append(("--task", f"is {task!r} but {f.path} was trained on task {named!r}; leave --task out "
+                                   "to use the file's, or remove the file's `task`"))
+    if not problems and not (task or named):
+        problems.append(("--task", f"missing: {f.path} names no task; give one, e.g. --task digits"))
+    if problems:
+        raise ConfigError(problems)
+    name = task or named
+    options = {k: v for k, v in options.items() if not (data and k == "path")} if named else {}
+    options, missing = absolute_path_options(name, options, f.path.parent)
+    if missing:
+        raise ConfigError([(f"{f.path}: task_options.{key}", f"no such file or directory: {options[key]}")
+                           for key in missing])
+    if data:
+        options["path"] = str(data.resolve())
+    return name, options
 
 
 @app.command()
