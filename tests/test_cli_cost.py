@@ -1,7 +1,11 @@
 """`lwnas cost` end to end through the real CLI (typer's runner, real models)."""
 
 import json
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from typer.testing import CliRunner
 
@@ -52,3 +56,24 @@ def test_check_fails_on_a_wrong_reference(tmp_path):
     result = runner.invoke(app, ["cost", str(path), "--no-memory", "--check"])
     assert result.exit_code == 1
     assert "mismatch" in result.output
+
+
+def lwnas(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """The installed `lwnas` script, as a user runs it."""
+    return subprocess.run([str(Path(sys.executable).parent / "lwnas"), *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.mark.parametrize("config, task", [("digits-baseline.yaml", "digits"), ("shapes-vqa-lw.yaml", "shapes-vqa")])
+def test_cost_at_a_task_equals_the_trained_model(tmp_path, config, task):
+    path = ROOT / "studies/baselines" / config
+    costed = lwnas("cost", str(path), "--task", task, "--no-memory", "--json")
+    assert costed.returncode == 0, costed.stderr
+    trained = lwnas("train", str(path), "--task", task, "--epochs", "1", "--threads", "1", "--batch-size", "256",
+                    "-o", str(tmp_path / "run"))
+    assert trained.returncode == 0, trained.stderr
+    figures, summary = json.loads(costed.stdout), json.loads(trained.stdout)
+    assert (figures["params"], figures["madds"]) == (summary["params"], summary["madds"])
+    # without a task the family's default input sizes give another model (the issue's report)
+    default = json.loads(lwnas("cost", str(path), "--no-memory", "--json").stdout)
+    assert default["params"] != summary["params"]

@@ -54,6 +54,9 @@ def cost(
         "--memory/--no-memory",
         help="Also measure peak memory of one forward + backward at batch 1 (slower: runs the model).")] = True,
     device: Annotated[str, typer.Option(help="Device for the memory measurement: cpu or cuda.")] = "cpu",
+    task: Annotated[Optional[str], typer.Option(
+        "--task", "-t", help="Cost at this task's input sizes (grid, vocabulary, regions, classes), as training "
+                             "builds the model; default: the file's `task`, else the family's defaults.")] = None,
     check: Annotated[bool, typer.Option(
         "--check", help="Exit with status 1 if a published figure in a file's `reference` is not reproduced.")
     ] = False,
@@ -70,7 +73,7 @@ def cost(
 
     fmt = CostFormat.json if as_json else fmt
     try:
-        rows = cost_rows(paths, memory=memory, device=device, progress=err)
+        rows = cost_rows(paths, memory=memory, device=device, progress=err, task=task)
     except ConfigError as exc:
         _exit_on_config_error(exc)
     text = render_cost(rows, fmt)
@@ -116,6 +119,8 @@ def train(
     from trainers.loop import train as run_training
     from trainers.tasks import resolve_task
 
+    from .config_task import file_task
+
     try:
         f = load_config_file(config)
         overrides = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, seed=seed,
@@ -136,38 +141,6 @@ def train(
     err.print(f"wrote {out}/checkpoint.pt, metrics.json, config.yaml; re-evaluate with: lwnas evaluate "
               f"{out}/checkpoint.pt")
     sys.stdout.write(json.dumps(result.summary(), indent=2) + "\n")
-
-
-def file_task(f, task: str | None, data: Path | None) -> tuple[str, dict]:
-    """The task to train and its options: the file's `task` section, or --task (which must agree with it).
-
-    Path options (``features``' `path`) resolve against the file's folder; --data replaces `path`.
-    """
-    from searchspace import ConfigError
-    from trainers.tasks.base import absolute_path_options
-
-    named, options = f.metadata.get("task"), f.metadata.get("task_options") or {}
-    problems = []
-    if named is not None and (not isinstance(named, str) or not named):
-        problems.append((f"{f.path}: task", f"must be a task name, got {named!r}"))
-    if not isinstance(options, dict):
-        problems.append((f"{f.path}: task_options", f"must be a mapping of keyword arguments, got {options!r}"))
-    if not problems and task and named and task != named:
-        problems.append(("--task", f"is {task!r} but {f.path} was trained on task {named!r}; leave --task out "
-                                   "to use the file's, or remove the file's `task`"))
-    if not problems and not (task or named):
-        problems.append(("--task", f"missing: {f.path} names no task; give one, e.g. --task digits"))
-    if problems:
-        raise ConfigError(problems)
-    name = task or named
-    options = {k: v for k, v in options.items() if not (data and k == "path")} if named else {}
-    options, missing = absolute_path_options(name, options, f.path.parent)
-    if missing:
-        raise ConfigError([(f"{f.path}: task_options.{key}", f"no such file or directory: {options[key]}")
-                           for key in missing])
-    if data:
-        options["path"] = str(data.resolve())
-    return name, options
 
 
 @app.command()

@@ -15,6 +15,9 @@ from rich.table import Table
 from searchspace.files import ConfigFile, find_config_files, load_config_file
 from trainers import CostReport, cost
 from trainers.reference import Comparison, compare
+from trainers.tasks import adapt_config
+
+from .config_task import config_task
 
 
 class CostFormat(str, enum.Enum):
@@ -31,16 +34,26 @@ class CostRow:
     comparisons: list[Comparison]
 
 
-def cost_rows(paths: list[Path], memory: bool, device: str, progress: Console) -> list[CostRow]:
-    """Load and cost every file (directories expand to their YAML files), with a progress bar."""
+def cost_rows(paths: list[Path], memory: bool, device: str, progress: Console,
+              task: str | None = None) -> list[CostRow]:
+    """Load and cost every file (directories expand to their YAML files), with a progress bar.
+
+    With a task (``task`` or the file's own `task` section) a configuration is costed at the task's
+    input sizes, the same adaptation training applies, so the figures are the trained model's.
+    """
     files = [load_config_file(p) for p in find_config_files(paths)]  # validate all before any work
+    tasks: dict = {}
+    configs = []
+    for f in files:
+        the_task = config_task(f, task, tasks)
+        configs.append(adapt_config(f.config, the_task) if the_task else f.config)
     rows = []
     with Progress(console=progress, transient=True, disable=not progress.is_terminal or len(files) < 2) as bar:
-        task = bar.add_task("costing", total=len(files))
-        for f in files:
-            report = cost(f.config, memory=memory, device=device)
-            rows.append(CostRow(f.path, f, report, compare(f.config, report, f.reference) if f.reference else []))
-            bar.advance(task)
+        job = bar.add_task("costing", total=len(files))
+        for f, config in zip(files, configs):
+            report = cost(config, memory=memory, device=device)
+            rows.append(CostRow(f.path, f, report, compare(config, report, f.reference) if f.reference else []))
+            bar.advance(job)
     return rows
 
 
