@@ -1,10 +1,13 @@
-"""Paths in a study resolve against the study file's folder: the docs' `features` recipe, as written,
-validates and sweeps from another working directory (Ray's workers get the absolute path), and a
-missing data file is one located error at validation."""
+"""`lwnas space validate` and sweeps on study files: paths in a study resolve against the study file's
+folder (the docs' `features` recipe, as written, validates and sweeps from another working directory;
+Ray's workers get the absolute path; a missing data file is one located error at validation), and a
+folder of studies shows each file as its check starts."""
 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -54,3 +57,16 @@ def test_a_missing_data_file_is_a_located_error(tmp_path):
     assert rc == 2, out
     assert f"error {study}:{line}: task_options.path: no such file or directory: {tmp_path / 'my-data.npz'}" in out
     assert "Traceback" not in out, out
+
+
+def test_validating_a_folder_shows_each_file_on_stderr(tmp_path):
+    for name in ("one", "two"):
+        (tmp_path / f"{name}.yaml").write_text((ROOT / "studies/quickstart.yaml").read_text()
+                                               .replace("name: quickstart", f"name: {name}"))
+    done = subprocess.run([str(Path(sys.executable).parent / "lwnas"), "space", "validate", str(tmp_path),
+                           "--samples", "2"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+    lines = done.stderr.splitlines()
+    assert [line.split(":")[0] for line in lines if not line.startswith("Token")] == [
+        f"checking [1/2] {tmp_path / 'one.yaml'}", f"ok {tmp_path / 'one.yaml'}",
+        f"checking [2/2] {tmp_path / 'two.yaml'}", f"ok {tmp_path / 'two.yaml'}"], done.stderr
