@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 from pathlib import Path
@@ -156,6 +157,26 @@ def evaluate(
         err.print(f"[red]error[/red] no such checkpoint: {checkpoint}")
         raise typer.Exit(2)
     sys.stdout.write(json.dumps(evaluate_checkpoint(checkpoint, split, device), indent=2) + "\n")
+
+
+def _unwrap(text: str) -> str:
+    """Each paragraph of a docstring on one line (the terminal wraps it)."""
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+
+
+def _unwrap_help(typer_app: typer.Typer) -> None:
+    """Give every command its docstring unwrapped as help: Typer keeps the source's line breaks after the
+    first paragraph, which then break sentences in the middle on any terminal wider or narrower than the code."""
+    for info in typer_app.registered_commands:
+        doc = info.help or inspect.getdoc(info.callback)
+        if doc:
+            info.help = _unwrap(doc)
+    for group in typer_app.registered_groups:
+        _unwrap_help(group.typer_instance)
+
+
+_unwrap_help(app)
 
 
 def run() -> None:
