@@ -70,3 +70,21 @@ def test_validating_a_folder_shows_each_file_on_stderr(tmp_path):
     assert [line.split(":")[0] for line in lines if not line.startswith("Token")] == [
         f"checking [1/2] {tmp_path / 'one.yaml'}", f"ok {tmp_path / 'one.yaml'}",
         f"checking [2/2] {tmp_path / 'two.yaml'}", f"ok {tmp_path / 'two.yaml'}"], done.stderr
+
+
+def test_a_configuration_names_its_task_and_data_relative_to_itself(tmp_path):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    write_data(folder / "my-data.npz")
+    config = folder / "small.yaml"
+    config.write_text("family: encoder\nd_model: 16\nheads: 2\ntask: features\ntask_options: {path: my-data.npz}\n"
+                      "training: {epochs: 1, threads: 1}\n")
+    env = proc_env(tmp_path)
+    rc, out = run_proc(["lwnas", "train", str(config), "-o", str(tmp_path / "run")], tmp_path, env,
+                       tmp_path / "train.log", 300)
+    assert rc == 0, out[-3000:]
+    (folder / "my-data.npz").unlink()
+    rc, out = run_proc(["lwnas", "train", str(config), "-o", str(tmp_path / "run")], tmp_path, env,
+                       tmp_path / "train.log", 300)
+    assert rc == 2 and f"error {config}: task_options.path: no such file or directory: {folder / 'my-data.npz'}" \
+        in out, out

@@ -29,7 +29,7 @@ def file_task(f: ConfigFile, task: str | None, data: Path | None) -> tuple[str, 
     if problems:
         raise ConfigError(problems)
     name = task or named
-    options = {k: v for k, v in options.items() if not (data and k == "path")} if named else {}
+    options = {k: v for k, v in options.items() if not (data and k == "path")}
     options, missing = absolute_path_options(name, options, f.path.parent)
     if missing:
         raise ConfigError([(f"{f.path}: task_options.{key}", f"no such file or directory: {options[key]}")
