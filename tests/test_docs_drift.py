@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -69,8 +70,9 @@ COMMANDS = [["sweep"], ["resume"], ["status"], ["export"], ["dashboard"], ["cost
 
 
 def test_help_text_is_not_broken_mid_sentence():
-    for command in COMMANDS:
-        done = run(LWNAS, *command, "--help", COLUMNS="400")
+    with ThreadPoolExecutor(4) as pool:  # each start imports torch: overlap them
+        helps = list(pool.map(lambda command: run(LWNAS, *command, "--help", COLUMNS="400"), COMMANDS))
+    for command, done in zip(COMMANDS, helps):
         assert done.returncode == 0, done.stderr
         description = done.stdout.split("Usage:", 1)[1].split("╭", 1)[0].splitlines()[1:]
         lines = [line.strip() for line in description if line.strip()]
