@@ -43,7 +43,7 @@ def study_spec(name: str, objectives: tuple[str, ...]) -> dict[str, Any]:
     """The study file a real sweep would have stored (``lwnas:study``)."""
     return {"name": name, "description": "synthetic trials (dashboards.sample): nothing was trained",
             "task": "digits", "objectives": [{"metric": m, "direction": DIRECTIONS[m]} for m in objectives],
-            "constraints": {"params": {"max": MAX_PARAMS}}, "budget": {"trials": 0, "epochs": EPOCHS},
+            "constraints": {"params": {"max": MAX_PARAMS}}, "budget": {"trials": 16, "epochs": EPOCHS},
             "tuner": {"sampler": "nsga2", "scheduler": "none", "max_concurrent": 2, "seed": 0},
             "training": {"batch_size": 64, "threads": 1}, "space": {"d_model": {"choice": [32, 64]}}}
 

@@ -1,8 +1,9 @@
 """Configuration files: one architecture as a flat YAML mapping of knobs.
 
 Besides the knobs, a file may carry metadata sections that are not part of the architecture:
-``reference`` (the published figures a paper-table row should reproduce), ``training``
-(training hyperparameters) and ``provenance`` (where an exported configuration came from).
+``reference`` (the published figures a paper-table row should reproduce), ``task`` and
+``task_options`` (the task an exported trial trained on), ``training`` (training hyperparameters)
+and ``provenance`` (where an exported configuration came from).
 YAML is read with ``yaml.safe_load``: no arbitrary object construction.
 """
 
@@ -18,7 +19,8 @@ from .config import ArchConfig, knob_names
 from .errors import ConfigError, did_you_mean
 from .yamlsource import StudyLoader
 
-METADATA_SECTIONS = ("reference", "training", "provenance")
+METADATA_SECTIONS = ("reference", "task", "task_options", "training", "provenance")
+STUDY_KEYS = ("space", "objectives")  # keys only a study file has
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,9 @@ def load_config_file(path: str | Path) -> ConfigFile:
         raise ConfigFileError([(where, f"not valid YAML: {getattr(exc, 'problem', exc)}")]) from None
     if not isinstance(data, dict):
         raise ConfigFileError([(str(path), f"expected a mapping of knobs, got {type(data).__name__}")])
+    if any(k in data for k in STUDY_KEYS):
+        raise ConfigFileError([(str(path), "this is a study file (it has a search `space`), not one configuration; "
+                                           "use `lwnas sweep` to search it, or `lwnas space show|sample|validate`")])
     metadata = {k: data.pop(k) for k in METADATA_SECTIONS if k in data}
     allowed = (*knob_names(), *METADATA_SECTIONS)
     unknown = [(f"{path}: {k}", f"unknown key{did_you_mean(k, allowed)}") for k in data if k not in allowed]

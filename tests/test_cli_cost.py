@@ -1,7 +1,12 @@
 """`lwnas cost` end to end through the real CLI (typer's runner, real models)."""
 
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from typer.testing import CliRunner
 
@@ -52,3 +57,39 @@ def test_check_fails_on_a_wrong_reference(tmp_path):
     result = runner.invoke(app, ["cost", str(path), "--no-memory", "--check"])
     assert result.exit_code == 1
     assert "mismatch" in result.output
+
+
+def lwnas(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """The installed `lwnas` script, as a user runs it."""
+    return subprocess.run([str(Path(sys.executable).parent / "lwnas"), *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.mark.parametrize("config, task", [("digits-baseline.yaml", "digits"), ("shapes-vqa-lw.yaml", "shapes-vqa")])
+def test_cost_at_a_task_equals_the_trained_model(tmp_path, config, task):
+    path = ROOT / "studies/baselines" / config
+    costed = lwnas("cost", str(path), "--task", task, "--no-memory", "--json")
+    assert costed.returncode == 0, costed.stderr
+    trained = lwnas("train", str(path), "--task", task, "--epochs", "1", "--threads", "1", "--batch-size", "256",
+                    "-o", str(tmp_path / "run"))
+    assert trained.returncode == 0, trained.stderr
+    figures, summary = json.loads(costed.stdout), json.loads(trained.stdout)
+    assert (figures["params"], figures["madds"]) == (summary["params"], summary["madds"])
+    # without a task the family's default input sizes give another model (the issue's report)
+    default = json.loads(lwnas("cost", str(path), "--no-memory", "--json").stdout)
+    assert default["params"] != summary["params"]
+
+
+def test_cost_of_a_folder_shows_progress_and_the_memory_it_measured(tmp_path):
+    for name, width in (("a", 16), ("b", 32)):
+        (tmp_path / f"{name}.yaml").write_text(f"family: encoder\nd_model: {width}\nheads: 2\n"
+                                               "reference:\n  table: X\n  row: r\n  params: {total: 1.0M}\n")
+    done = lwnas("cost", str(tmp_path), "--format", "markdown")
+    assert done.returncode == 0, done.stderr
+    assert [line for line in done.stderr.splitlines() if line.startswith("costing")] == \
+           [f"costing [1/2] {tmp_path / 'a.yaml'}", f"costing [2/2] {tmp_path / 'b.yaml'}"]
+    header, _, *rows = done.stdout.splitlines()
+    assert header.endswith("| peak memory fwd+bwd, batch 1 (cpu) |") and len(rows) == 2
+    assert all(re.search(r"\| [0-9.]+[KMG]?B \|$", row) for row in rows), done.stdout
+    without = lwnas("cost", str(tmp_path), "--format", "markdown", "--no-memory")
+    assert "peak memory" not in without.stdout and without.stdout.splitlines()[0].endswith("| verdict |")

@@ -169,7 +169,7 @@ def test_optuna_load_study_reads_a_normal_study(sqlite_sweep):
     assert best and all(outcome(s.trials[n]) == "complete" for n in best), (best, summary(s.trials))
 
 
-def test_export_then_train_rebuilds_the_recorded_model(sqlite_sweep):
+def test_export_then_train_reproduces_the_recorded_value(sqlite_sweep):
     s = sqlite_sweep
     out_dir = s.workdir / "exported"
     rc, out = run_proc(["lwnas", "export", s.name, "--trials", "pareto", "--storage", s.url, "-o", str(out_dir)],
@@ -178,22 +178,45 @@ def test_export_then_train_rebuilds_the_recorded_model(sqlite_sweep):
     front = {t.number for t in optuna.load_study(study_name=s.name, storage=s.url).best_trials}
     files = sorted(out_dir.glob("*.yaml"))
     assert {int(f.stem.rsplit("-", 1)[1]) for f in files} == front, (files, front)
+    assert f"lwnas train {out_dir}/" in out and "--task" not in out, out
 
-    exported = files[0]
+    exported = max(files, key=lambda f: int(f.stem.rsplit("-", 1)[1]))  # a trial whose seed is not 0
     number = int(exported.stem.rsplit("-", 1)[1])
     recorded = s.trials[number].user_attrs
     meta = yaml.safe_load(exported.read_text())
     assert meta["provenance"]["study"] == s.name and meta["provenance"]["trial"] == number
+    assert meta["task"] == "digits" and meta["training"]["seed"] == number  # the study's seed is 0
     assert meta["training"]["epochs"] == s.epochs and math.isclose(meta["training"]["lr"], recorded["training"]["lr"])
     assert cost(load_config_file(exported).config, memory=False).params == recorded["costs"]["params"]
 
-    run_dir = s.workdir / "full-run"
-    rc, out = run_proc(["lwnas", "train", str(exported), "--task", "digits", "--epochs", "1", "-o", str(run_dir)],
+    run_dir = s.workdir / "full-run"  # no --task, no --seed: the file carries both
+    rc, out = run_proc(["lwnas", "train", str(exported), "-o", str(run_dir)],
                        s.workdir, s.env, s.workdir / "train.log", timeout=300)
     assert rc == 0, out[-3000:]
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["params"] == recorded["costs"]["params"]
+    assert metrics["val"]["accuracy"] == recorded["epochs"][-1]["val_accuracy"] == s.trials[number].values[0]
     assert load_config_file(run_dir / "config.yaml").config.to_dict() == recorded["config"]
+
+    rc, out = run_proc(["lwnas", "train", str(exported), "--task", "shapes-vqa", "-o", str(run_dir)],
+                       s.workdir, s.env, s.workdir / "train-other.log", timeout=120)
+    assert rc == 2 and "--task: is 'shapes-vqa' but" in out and "trained on task 'digits'" in out, out
+
+
+def test_exporting_an_infeasible_trial_is_refused_unless_asked_for(sqlite_sweep):
+    s = sqlite_sweep
+    number = next(n for n, t in s.trials.items() if outcome(t) == "infeasible")
+    out_dir = s.workdir / "exported-infeasible"
+    args = ["lwnas", "export", s.name, "--trials", str(number), "--storage", s.url, "-o", str(out_dir)]
+    rc, out = run_proc(args, s.workdir, s.env, s.workdir / "export-infeasible.log", timeout=120)
+    assert rc == 1 and not out_dir.exists(), out
+    errors = [line for line in out.splitlines() if line.startswith("error")]
+    assert errors == [f"error trial(s) {number} are infeasible (they break the study's constraints and were never "
+                      "trained); export them anyway with --infeasible"], out
+    rc, out = run_proc([*args, "--infeasible"], s.workdir, s.env, s.workdir / "export-infeasible.log", timeout=120)
+    assert rc == 0, out
+    meta = yaml.safe_load(next(out_dir.glob("*.yaml")).read_text())
+    assert meta["provenance"]["outcome"] == "infeasible" and meta["provenance"]["values"]["accuracy"] == -math.inf
 
 
 # ---- PostgreSQL ---------------------------------------------------------------------------------------

@@ -224,6 +224,9 @@ def test_ctrl_c_stops_the_sweep_and_resume_finishes_it(tmp_path):
     output = log.read_text(errors="replace")
     resume_cmd = f"lwnas resume {name} --storage {url}"
     assert resume_cmd in output, f"exit code {rc}; the output does not say how to resume:\n{output[-3000:]}"
+    # lwnas's hint is the only one: Ray's own restore advice and its tracebacks do not reach the user
+    assert output.count("resume") == 1 and "Tuner.restore" not in output, output[-3000:]
+    assert "Traceback" not in output and "FileNotFoundError" not in output, output[-3000:]
 
     before = read_trials(url, name)
     assert any(t.state == COMPLETE for t in before.values()), {n: t.state.name for n, t in before.items()}

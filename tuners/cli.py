@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 from pathlib import Path
@@ -54,6 +55,9 @@ def cost(
         "--memory/--no-memory",
         help="Also measure peak memory of one forward + backward at batch 1 (slower: runs the model).")] = True,
     device: Annotated[str, typer.Option(help="Device for the memory measurement: cpu or cuda.")] = "cpu",
+    task: Annotated[Optional[str], typer.Option(
+        "--task", "-t", help="Cost at this task's input sizes (grid, vocabulary, regions, classes), as training "
+                             "builds the model; default: the file's `task`, else the family's defaults.")] = None,
     check: Annotated[bool, typer.Option(
         "--check", help="Exit with status 1 if a published figure in a file's `reference` is not reproduced.")
     ] = False,
@@ -70,7 +74,7 @@ def cost(
 
     fmt = CostFormat.json if as_json else fmt
     try:
-        rows = cost_rows(paths, memory=memory, device=device, progress=err)
+        rows = cost_rows(paths, memory=memory, device=device, progress=err, task=task)
     except ConfigError as exc:
         _exit_on_config_error(exc)
     text = render_cost(rows, fmt)
@@ -91,9 +95,11 @@ def cost(
 
 @app.command()
 def train(
-    config: Annotated[Path, typer.Argument(help="Configuration file: knobs, optionally a `training` section.")],
-    task: Annotated[str, typer.Option("--task", "-t", help="Built-in task (digits, shapes-vqa, scene-captions, "
-                                      "scene-retrieval, features) or a plugin as package.module:Class.")],
+    config: Annotated[Path, typer.Argument(help="Configuration file: knobs, optionally `task` and `training` sections "
+                                                "(an exported trial has both).")],
+    task: Annotated[Optional[str], typer.Option(
+        "--task", "-t", help="Built-in task (digits, shapes-vqa, scene-captions, scene-retrieval, features) or a "
+                             "plugin as package.module:Class; default: the file's `task`.")] = None,
     epochs: Annotated[Optional[int], typer.Option(help="Override the number of epochs.")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory for checkpoint, metrics and config.")
                    ] = Path("runs/latest"),
@@ -105,8 +111,8 @@ def train(
     threads: Annotated[Optional[int], typer.Option(help="CPU threads for torch.")] = None,
     device: Annotated[Optional[str], typer.Option(help="auto, cpu or cuda.")] = None,
 ) -> None:
-    """Train a configuration in full (an exported or hand-written one) and write checkpoint.pt,
-    metrics.json and the exact config.yaml used to --out."""
+    """Train a configuration in full (an exported or hand-written one) and write checkpoint.pt, metrics.json and
+    the exact config.yaml used to --out."""
     from searchspace import ConfigError
     from searchspace.files import load_config_file
     from trainers.checkpoint import save_run
@@ -114,13 +120,15 @@ def train(
     from trainers.loop import train as run_training
     from trainers.tasks import resolve_task
 
+    from .config_task import file_task
+
     try:
         f = load_config_file(config)
         overrides = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, seed=seed,
                                             threads=threads, device=device).items() if v is not None}
         settings = TrainSettings.from_dict({**(f.metadata.get("training") or {}), **overrides})
-        task_options = {"path": str(data)} if data else {}
-        the_task = resolve_task(task, **task_options)
+        task_name, task_options = file_task(f, task, data)
+        the_task = resolve_task(task_name, **task_options)
         result = run_training(f.config, the_task, settings)
     except ConfigError as exc:
         _exit_on_config_error(exc)
@@ -149,6 +157,26 @@ def evaluate(
         err.print(f"[red]error[/red] no such checkpoint: {checkpoint}")
         raise typer.Exit(2)
     sys.stdout.write(json.dumps(evaluate_checkpoint(checkpoint, split, device), indent=2) + "\n")
+
+
+def _unwrap(text: str) -> str:
+    """Each paragraph of a docstring on one line (the terminal wraps it)."""
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+
+
+def _unwrap_help(typer_app: typer.Typer) -> None:
+    """Give every command its docstring unwrapped as help: Typer keeps the source's line breaks after the
+    first paragraph, which then break sentences in the middle on any terminal wider or narrower than the code."""
+    for info in typer_app.registered_commands:
+        doc = info.help or inspect.getdoc(info.callback)
+        if doc:
+            info.help = _unwrap(doc)
+    for group in typer_app.registered_groups:
+        _unwrap_help(group.typer_instance)
+
+
+_unwrap_help(app)
 
 
 def run() -> None:

@@ -9,12 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import Progress
 from rich.table import Table
 
 from searchspace.files import ConfigFile, find_config_files, load_config_file
 from trainers import CostReport, cost
 from trainers.reference import Comparison, compare
+from trainers.tasks import adapt_config
+
+from .config_task import config_task
+from .file_progress import FileProgress
 
 
 class CostFormat(str, enum.Enum):
@@ -31,16 +34,25 @@ class CostRow:
     comparisons: list[Comparison]
 
 
-def cost_rows(paths: list[Path], memory: bool, device: str, progress: Console) -> list[CostRow]:
-    """Load and cost every file (directories expand to their YAML files), with a progress bar."""
+def cost_rows(paths: list[Path], memory: bool, device: str, progress: Console,
+              task: str | None = None) -> list[CostRow]:
+    """Load and cost every file (directories expand to their YAML files), with a progress bar.
+
+    With a task (``task`` or the file's own `task` section) a configuration is costed at the task's
+    input sizes, the same adaptation training applies, so the figures are the trained model's.
+    """
     files = [load_config_file(p) for p in find_config_files(paths)]  # validate all before any work
+    tasks: dict = {}
+    configs = []
+    for f in files:
+        the_task = config_task(f, task, tasks)
+        configs.append(adapt_config(f.config, the_task) if the_task else f.config)
     rows = []
-    with Progress(console=progress, transient=True, disable=not progress.is_terminal or len(files) < 2) as bar:
-        task = bar.add_task("costing", total=len(files))
-        for f in files:
-            report = cost(f.config, memory=memory, device=device)
-            rows.append(CostRow(f.path, f, report, compare(f.config, report, f.reference) if f.reference else []))
-            bar.advance(task)
+    with FileProgress(progress, len(files), "costing") as bar:
+        for f, config in zip(files, configs):
+            bar.start(f.path)
+            report = cost(config, memory=memory, device=device)
+            rows.append(CostRow(f.path, f, report, compare(config, report, f.reference) if f.reference else []))
     return rows
 
 
@@ -117,12 +129,17 @@ def _summary_table(rows: list[CostRow]) -> Table:
 
 
 def _markdown(rows: list[CostRow]) -> str:
-    lines = ["| configuration | table | row | metric | scope | paper | ours | difference | verdict |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    """The paper-vs-ours table; with the peak-memory column when memory was measured."""
+    memory = any(r.report.memory_bytes is not None for r in rows)
+    head = ["configuration", "table", "row", "metric", "scope", "paper", "ours", "difference", "verdict"]
+    if memory:
+        head.append(f"peak memory fwd+bwd, batch 1 ({rows[0].report.memory_device})")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
         ref = row.file.reference or {}
         for c in row.comparisons:
             verdict = "reproduced" if c.matches else ("**not reproduced**" if c.asserted else "paper inconsistent")
-            lines.append(f"| `{row.path}` | {ref.get('table', '')} | {ref.get('row', '')} | {c.metric} | {c.scope} | "
-                         f"{c.paper.text} | {c.ours:,} | {c.rel_error:+.2%} | {verdict} |")
+            line = (f"| `{row.path}` | {ref.get('table', '')} | {ref.get('row', '')} | {c.metric} | {c.scope} | "
+                    f"{c.paper.text} | {c.ours:,} | {c.rel_error:+.2%} | {verdict} |")
+            lines.append(line + (f" {_human(row.report.memory_bytes, 'B')} |" if memory else ""))
     return "\n".join(lines) + "\n"

@@ -1,31 +1,41 @@
 """Export chosen trials as configuration files that ``lwnas train`` accepts as they are.
 
-One YAML per trial: the exact configuration (every knob), the training settings the trial used,
-and provenance (study, trial number, objective values, lwnas version). The dashboard's download
+One YAML per trial: the exact configuration (every knob), the task (and its options), the training
+settings the trial used (its seed and thread count included, so retraining reproduces its values), and
+provenance (study, trial number, objective values, lwnas version). The dashboard's download
 calls the same function, so both give byte-for-byte the same text.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import Any
 
 import optuna
 
 from searchspace import ArchConfig
 from searchspace.errors import LwnasError
 from searchspace.files import dump_config
+from searchspace.study import Study, StudyError, study_from_dict
 
 from . import storage as keys
 from .pareto import pareto_front
 from .storage import TrialRecord, record_of
+from .study_check import task_family
+from .trainable import trial_seed, trial_training
 
 
 class ExportError(LwnasError, ValueError):
     pass
 
 
-def select_trials(ot_study: optuna.Study, which: str) -> list[TrialRecord]:
-    """``pareto`` (the front) or a comma-separated list of trial numbers."""
+def select_trials(ot_study: optuna.Study, which: str, infeasible: bool = False) -> list[TrialRecord]:
+    """``pareto`` (the front) or a comma-separated list of trial numbers.
+
+    The front never holds an infeasible trial; a trial number naming one is refused unless
+    ``infeasible`` asks for it (its -inf value was never measured, and its point breaks a constraint).
+    """
     records = {t.number: record_of(t) for t in ot_study.get_trials(deepcopy=False)}
     if which.strip() == "pareto":
         directions = ["maximize" if d == optuna.study.StudyDirection.MAXIMIZE else "minimize"
@@ -42,33 +52,57 @@ def select_trials(ot_study: optuna.Study, which: str) -> list[TrialRecord]:
     unusable = [n for n in numbers if not records[n].config]
     if unusable:
         raise ExportError(f"trial(s) {', '.join(map(str, unusable))} have no recorded configuration")
+    refused = [n for n in numbers if _infeasible(records[n])]
+    if refused and not infeasible:
+        raise ExportError(f"trial(s) {', '.join(map(str, refused))} are infeasible (they break the study's "
+                          f"constraints and were never trained); export them anyway with --infeasible")
     return [records[n] for n in numbers]
 
 
+def _infeasible(record: TrialRecord) -> bool:
+    """A point the sweep rejected before training: constraint broken or a value never measured."""
+    return (record.outcome == "infeasible" or not record.feasible
+            or any(not math.isfinite(v) for v in record.values or []))
+
+
+def trial_settings(ot_study: optuna.Study, record: TrialRecord) -> tuple[Study, dict[str, Any]]:
+    """The study a trial belongs to and the training settings it ran with (seed and threads included)."""
+    spec = ot_study.user_attrs.get(keys.STUDY_SPEC)
+    if not spec:
+        raise ExportError(f"study {ot_study.study_name!r} was not created by lwnas sweep "
+                          f"(it has no {keys.STUDY_SPEC} attribute)")
+    try:
+        study = study_from_dict(spec, task_family=task_family, check_space=False)
+    except StudyError as exc:
+        raise ExportError(f"study {ot_study.study_name!r}: its recorded study no longer reads: "
+                          + "; ".join(f"{w}: {m}" for w, m in exc.problems)) from None
+    seed = trial_seed(study.tuner.seed, record.number)
+    return study, trial_training(study, record.training, seed, study.tuner.cpus_per_trial)
+
+
 def export_text(ot_study: optuna.Study, record: TrialRecord) -> str:
-    """The YAML of one trial: configuration, training settings, provenance."""
-    spec = ot_study.user_attrs.get(keys.STUDY_SPEC, {})
+    """The YAML of one trial: configuration, task, training settings (its seed included), provenance."""
+    study, training = trial_settings(ot_study, record)
     config = ArchConfig.from_dict(record.config)
-    budget = (spec.get("budget") or {}).get("epochs")
-    training = {**(spec.get("training") or {}), **record.training}
-    if budget:
-        training["epochs"] = budget
     names = ot_study.metric_names or [f"objective_{i}" for i in range(len(ot_study.directions))]
-    provenance = {"study": ot_study.study_name, "task": spec.get("task"), "trial": record.number,
-                  "state": record.state, "values": dict(zip(names, record.values or [])),
+    provenance = {"study": ot_study.study_name, "task": study.task, "trial": record.number,
+                  "state": record.state, "outcome": record.outcome, "values": dict(zip(names, record.values or [])),
                   "costs": record.costs, "params": record.params,
                   "lwnas_version": ot_study.user_attrs.get(keys.STUDY_VERSION, "unknown")}
-    return dump_config(config, {"training": training, "provenance": keys.plain(provenance)})
+    task = {"task": study.task, **({"task_options": study.task_options} if study.task_options else {})}
+    return dump_config(config, keys.plain({**task, "training": training, "provenance": provenance}))
 
 
 def export_file_name(ot_study: optuna.Study, record: TrialRecord) -> str:
     return f"{ot_study.study_name}-trial-{record.number:04d}.yaml"
 
 
-def export_trials(ot_study: optuna.Study, which: str, out_dir: Path) -> list[Path]:
+def export_trials(ot_study: optuna.Study, which: str, out_dir: Path, infeasible: bool = False) -> list[Path]:
+    """Write one YAML per selected trial into ``out_dir``; returns the files' paths."""
+    records = select_trials(ot_study, which, infeasible)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
-    for record in select_trials(ot_study, which):
+    for record in records:
         path = out_dir / export_file_name(ot_study, record)
         path.write_text(export_text(ot_study, record))
         paths.append(path)

@@ -25,7 +25,7 @@ from searchspace.study import Study
 
 from . import storage as keys
 from .constraints import StaticCosts
-from .trainable import NUMBER, SEED
+from .trainable import NUMBER, SEED, trial_seed
 
 MAX_REJECTIONS = 2000  # infeasible points in a row before the sweep gives up on the constraints
 
@@ -82,7 +82,7 @@ class StudySearcher(OptunaSearch):
                 ot_trial.set_constraint(constraint.metric, constraint.violation(verdict.costs[constraint.metric]))
             if verdict.feasible:
                 self._ot_trials[trial_id] = ot_trial
-                return {**params, NUMBER: ot_trial.number, SEED: self.study.tuner.seed + ot_trial.number}
+                return {**params, NUMBER: ot_trial.number, SEED: trial_seed(self.study.tuner.seed, ot_trial.number)}
             self._tell_infeasible(ot_trial, verdict)
             self._rejected(trial_id)
         raise InfeasibleStudyError(f"{MAX_REJECTIONS} points in a row broke the constraints "

@@ -14,6 +14,8 @@ from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
+from .file_progress import FileProgress
+
 space_app = typer.Typer(help="Validate, show, sample and export the search space of a study file.",
                         no_args_is_help=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -51,17 +53,18 @@ def _load(path: Path, samples: int, seed: int, progress: bool = True) -> tuple[A
     from .constraints import StaticCosts
     from .study_check import constraint_problems, cost_sample, make_task, open_study, task_problems
 
-    try:
-        study = open_study(path)
-        task = make_task(study)
-    except StudyError as exc:
-        return None, [], list(exc.problems)
-    problems = task_problems(study, task)
-    if problems or samples <= 0:
-        return study, [], problems
-    static = StaticCosts(study, task)
-    with Progress(console=err, transient=True, disable=not progress) as bar:
-        job = bar.add_task(f"costing {samples} points of {path.name}", total=samples)
+    with Progress(console=err, transient=True, disable=not (progress and err.is_terminal)) as bar:
+        job = bar.add_task(f"checking {escape(path.name)}", total=None)  # the task may build its data first
+        try:
+            study = open_study(path)
+            task = make_task(study)
+        except StudyError as exc:
+            return None, [], list(exc.problems)
+        problems = task_problems(study, task)
+        if problems or samples <= 0:
+            return study, [], problems
+        static = StaticCosts(study, task)
+        bar.update(job, description=f"costing {samples} points of {escape(path.name)}", total=samples)
         sample = cost_sample(study, static, samples, seed, step=lambda: bar.advance(job))
     return study, sample, constraint_problems(study, sample)
 
@@ -77,25 +80,32 @@ def validate(
     unknown knobs), the architecture's rules over the whole discrete part (divisibility, sharing-pattern
     length, kv sharing), the task (family, metric names), and that some point meets the constraints.
     """
-    from searchspace.space_check import discrete_size
-
     files = _study_files(paths)
     if not files:
         err.print("[red]error[/red] no study files found (a study file has a `space` section)")
         raise typer.Exit(2)
     failed = 0
-    for path in files:
-        study, _, problems = _load(path, samples, seed=0)
-        if problems:
-            _report(problems)
-            failed += 1
-            continue
-        size, exact = discrete_size(study.space)
-        err.print(f"[green]ok[/green] {escape(str(path))}: {len(study.space.searched)} searched knobs, "
-                  f"{'' if exact else 'about '}{size:,} discrete combinations", highlight=False)
+    with FileProgress(err, len(files), "checking", bar=False) as progress:  # _load shows a bar per file
+        for path in files:
+            progress.start(path)
+            failed += not _validate_one(path, samples)
     if failed:
         err.print(f"{failed} of {len(files)} studies have problems")
         raise typer.Exit(2)
+
+
+def _validate_one(path: Path, samples: int) -> bool:
+    """Check one study file; prints `ok` with its size, or its problems. True when it has none."""
+    from searchspace.space_check import discrete_size
+
+    study, _, problems = _load(path, samples, seed=0)
+    if problems:
+        _report(problems)
+        return False
+    size, exact = discrete_size(study.space)
+    err.print(f"[green]ok[/green] {escape(str(path))}: {len(study.space.searched)} searched knobs, "
+              f"{'' if exact else 'about '}{size:,} discrete combinations", highlight=False)
+    return True
 
 
 @space_app.command()
@@ -202,7 +212,7 @@ def sample(
     static = StaticCosts(study, task) if constraints and study.constraints else None
     rng = np.random.default_rng(seed)
     docs, drawn, limit = [], 0, max(100, 50 * n)
-    with Progress(console=err, transient=True, disable=static is None) as bar:
+    with Progress(console=err, transient=True, disable=static is None or not err.is_terminal) as bar:
         job = bar.add_task("sampling under the constraints", total=n)
         while len(docs) < n and drawn < limit:
             point = study.space.resolve(study.space.sample(rng))

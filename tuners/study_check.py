@@ -8,7 +8,7 @@ points, reporting constraints that none of them meets.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +17,7 @@ from searchspace.domains import Choice, IntRange
 from searchspace.space import Knob, Point, SearchSpace
 from searchspace.study import Study, StudyError, load_study
 from trainers.tasks import Task, resolve_task
-from trainers.tasks.base import task_class
+from trainers.tasks.base import absolute_path_options, task_class
 
 from .constraints import StaticCosts, Verdict
 
@@ -32,7 +32,28 @@ def task_family(name: str) -> str | None:
 
 
 def open_study(path: str | Path) -> Study:
-    return load_study(path, task_family=task_family)
+    """A study file, read and checked, with its task's path options made absolute (see ``absolute_paths``)."""
+    return absolute_paths(load_study(path, task_family=task_family))
+
+
+def absolute_paths(study: Study) -> Study:
+    """The study with its task's path options resolved against the study file's folder.
+
+    A relative `path` then names the same file from any working directory and in Ray's workers (whose
+    working directory is a trial folder), and it travels to them absolute in the study's spec. A path
+    that names nothing is a located error now, not a failure of every trial later.
+    """
+    if not study.task_options or study.path is None:
+        return study
+    try:
+        options, missing = absolute_path_options(study.task, study.task_options, study.path.parent)
+    except ValueError:  # the task itself does not resolve; make_task reports it with its line
+        return study
+    if missing:
+        raise StudyError([(study.where(("task_options", key)), f"no such file or directory: {options[key]} "
+                                                                f"(relative paths start at the study file's folder)")
+                          for key in missing])
+    return replace(study, task_options=options, source={**study.source, "task_options": options})
 
 
 def make_task(study: Study) -> Task:

@@ -26,6 +26,7 @@ from searchspace.study import Study
 
 from . import storage as keys
 from .constraints import StaticCosts
+from .ray_logs import quiet_ray_interrupts
 from .storage import masked, open_storage
 from .study_check import make_task
 
@@ -167,8 +168,8 @@ def run_sweep(study: Study, options: SweepOptions, resume: bool = False) -> optu
                                   failure_config=tune.FailureConfig(max_failures=study.tuner.max_failures)))
     out.print(f"sweep {ot_study.study_name!r}: {remaining} trials, up to {concurrent} at a time, "
               f"{study.tuner.sampler} sampler, scheduler {study.tuner.scheduler}; storage {masked(options.storage)}")
-    with contextlib.redirect_stdout(sys.stderr):  # Ray prints its banners to stdout; keep stdout for results
-        tuner.fit()
+    with contextlib.redirect_stdout(sys.stderr), quiet_ray_interrupts():  # Ray prints banners to stdout;
+        tuner.fit()                                                        # keep stdout for results
     progress.finish(interrupted=counted_trials(ot_study) < budget, storage=options.storage)
     return ot_study
 

@@ -138,19 +138,22 @@ def export(
     name: Annotated[str, typer.Argument(help="Name of the study in storage.")],
     trials: Annotated[str, typer.Option(help="`pareto` (the front) or trial numbers like 1,5,9.")] = "pareto",
     output: Annotated[Path, typer.Option("--output", "-o", help="Directory for the YAML files.")] = Path("exported"),
+    infeasible: Annotated[bool, typer.Option(
+        "--infeasible", help="Also export trials that broke the constraints and were never trained.")] = False,
     storage: Storage = DEFAULT_STORAGE,
 ) -> None:
-    """Write one YAML per trial (configuration, training settings, provenance) that `lwnas train` accepts."""
+    """Write one YAML per trial (configuration, task, training settings with the trial's seed, provenance)
+    that `lwnas train` reproduces as it is."""
     from .export import ExportError, export_trials
 
     ot_study = _load_ot_study(name, storage)
     try:
-        paths = export_trials(ot_study, trials, output)
+        paths = export_trials(ot_study, trials, output, infeasible)
     except ExportError as exc:
         _fail(str(exc))
     if not paths:
         _fail(f"study {name!r} has no trial on its Pareto front yet")
     for p in paths:
         sys.stdout.write(f"{p}\n")
-    err.print(f"wrote {len(paths)} files; train one in full with: lwnas train {paths[0]} --task "
-              f"{ot_study.user_attrs.get('lwnas:study', {}).get('task', 'TASK')}")
+    err.print(f"wrote {len(paths)} files; retrain one (the same seed reproduces its values) with: "
+              f"lwnas train {paths[0]}", highlight=False)

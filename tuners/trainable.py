@@ -41,6 +41,21 @@ def _task_and_data(study, seed: int):
     return _cache[key]
 
 
+def trial_seed(study_seed: int, number: int) -> int:
+    """The training seed of trial ``number``: distinct per trial, reproducible from the study."""
+    return study_seed + number
+
+
+def trial_training(study, point_training: dict[str, Any], seed: int, cpus: float) -> dict[str, Any]:
+    """The training settings a trial runs with; an export writes the same, so ``lwnas train`` reproduces it.
+
+    Threads default to the trial's Ray CPU reservation: on CPU the thread count can change the order of
+    floating-point sums, and with it the last digits of the result.
+    """
+    return {"threads": max(1, int(cpus)), **study.training, **point_training,
+            "epochs": study.budget.epochs, "seed": seed}
+
+
 def params_of(config: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in config.items() if not k.startswith("_lwnas")}
 
@@ -57,9 +72,7 @@ def run_trial(config: dict[str, Any], spec: dict[str, Any], cpus: float = 1.0) -
     node = ray.get_runtime_context().get_node_id()  # tells apart two nodes on one host
     study = _study(spec)
     point = study.space.resolve(params_of(config))
-    settings = TrainSettings.from_dict({
-        "threads": max(1, int(cpus)), **study.training, **point.training,
-        "epochs": study.budget.epochs, "seed": int(config.get(SEED, 0))})
+    settings = TrainSettings.from_dict(trial_training(study, point.training, int(config.get(SEED, 0)), cpus))
     task, data = _task_and_data(study, seed=0)  # the data split is fixed; the seed varies the training
     try:
         train(point.config, task, settings, callback=lambda r: tune.report({**r, "host": host, "node": node}),

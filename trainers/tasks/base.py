@@ -11,6 +11,7 @@ import importlib
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -29,6 +30,9 @@ class Task:
     direction: str = "maximize"
     # every metric ``evaluate`` returns that a study may optimise, with its direction
     metrics: dict[str, str] = {}
+    # constructor options that name files or folders: lwnas resolves them against the folder of the
+    # study or configuration file that sets them, so they work from any working directory and in Ray workers
+    path_options: tuple[str, ...] = ()
 
     def input_sizes(self) -> dict[str, Any]:
         """Input-size knobs the task's data fixes (grid, vocab_size, ...)."""
@@ -110,6 +114,20 @@ def task_class(name: str) -> type:
         return getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise ValueError(f"cannot load task plugin {name!r}: {exc}") from None
+
+
+def absolute_path_options(name: str, options: dict[str, Any], base: Path) -> tuple[dict[str, Any], list[str]]:
+    """``options`` with the task's path options made absolute against ``base``, and those naming nothing."""
+    out, missing = dict(options), []
+    for key in getattr(task_class(name), "path_options", ()):
+        value = options.get(key)
+        if not isinstance(value, (str, os.PathLike)):
+            continue  # absent or not a path: the task's own constructor reports it
+        path = Path(base, Path(value).expanduser()).resolve()
+        out[key] = str(path)
+        if not path.exists():
+            missing.append(key)
+    return out, missing
 
 
 def resolve_task(name: str, **options: Any) -> Task:

@@ -42,11 +42,14 @@ def _read(path: Path) -> dict[str, np.ndarray]:
 class Features(Task):
     name, metric = "features", "accuracy"
     metrics = {"accuracy": "maximize", "loss": "minimize"}
+    path_options = ("path",)
 
     def __init__(self, path: str | Path | None = None):
         if path is None:
             raise ValueError("task `features` needs a data path (lwnas train ... --data FILE.npz)")
         self.path = Path(path)
+        if not self.path.exists():
+            raise ValueError(f"features: no such file or directory: {self.path}")
         self.arrays = _read(self.path)
         self.family = "mcan" if "tokens" in self.arrays else "encoder"
 
