@@ -83,6 +83,9 @@ def loads_located(text: str) -> tuple[Any, dict[Path_, int]]:
     try:
         _check_bounds(text)
         node = yaml.compose(text, Loader=StudyLoader)
+    except yaml.reader.ReaderError as exc:  # a control character: located by position, not by mark
+        raise YamlProblem(text.count("\n", 0, exc.position) + 1,
+                          f"not valid YAML: control character U+{int(exc.character):04X} is not allowed") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise YamlProblem(mark.line + 1 if mark else 0, f"not valid YAML: {getattr(exc, 'problem', None) or exc}") from None

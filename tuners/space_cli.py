@@ -48,6 +48,7 @@ def _study_files(paths: list[Path]) -> list[Path]:
 def _load(path: Path, samples: int, seed: int, progress: bool = True) -> tuple[Any, list, list[tuple[str, str]]]:
     """The study, a costed sample and every problem (study file, task, constraints)."""
     from searchspace.study import StudyError
+    from trainers.cost import CostError
 
     from .constraints import StaticCosts
     from .study_check import constraint_problems, cost_sample, open_study, task_for_checks, task_problems
@@ -63,7 +64,11 @@ def _load(path: Path, samples: int, seed: int, progress: bool = True) -> tuple[A
     static = StaticCosts(study, task)
     with Progress(console=err, transient=True, disable=not progress) as bar:
         job = bar.add_task(f"costing {samples} points of {path.name}", total=samples)
-        sample = cost_sample(study, static, samples, seed, step=lambda: bar.advance(job))
+        try:
+            sample = cost_sample(study, static, samples, seed, step=lambda: bar.advance(job))
+        except CostError as exc:
+            where = ("constraints", "memory") if any(c.metric == "memory" for c in study.constraints) else ("objectives",)
+            return study, [], [(study.where(where), str(exc))]
     return study, sample, constraint_problems(study, sample)
 
 
