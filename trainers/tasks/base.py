@@ -101,6 +101,7 @@ _PLUGIN_REF = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*", re.ASCII
 # ``family`` may be "" (the Task default) when the data decides it: the study must then give `family`.
 _PROTOCOL_STRINGS = ("name", "family", "metric")
 _PROTOCOL_METHODS = ("input_sizes", "load", "loss", "evaluate")
+_MISSING = object()
 
 
 def task_class(name: str) -> type:
@@ -140,9 +141,7 @@ def task_class(name: str) -> type:
 
 def _describe(obj: Any) -> str:
     """What a plugin reference found, for messages (never its repr: that would call its code)."""
-    kind = type(obj).__name__
-    qualname = getattr(type(obj), "__qualname__", kind)
-    return f"a {qualname}" if not isinstance(obj, type) else f"class {obj.__qualname__}"
+    return f"class {obj.__qualname__}" if isinstance(obj, type) else f"a {type(obj).__qualname__}"
 
 
 def protocol_problems(found: Any) -> list[str]:
@@ -168,9 +167,6 @@ def protocol_problems(found: Any) -> list[str]:
         elif method is Task.__dict__.get(member) and member != "input_sizes":
             problems.append(f"`{member}` is not implemented (only Task's placeholder)")
     return problems
-
-
-_MISSING = object()
 
 
 def _static(cls: type, member: str) -> Any:
