@@ -13,6 +13,7 @@ import re
 import resource
 import shutil
 import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,26 @@ def test_plugin_task_is_checked_without_calling_it(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "ok plugin.yaml: 1 searched knobs" in result.stderr and "AUDIT" not in result.stderr
     assert sorted(p.name for p in work.iterdir()) == ["plugin.yaml", "trap_task.py"]
+
+
+def test_features_file_declaring_terabytes_is_refused(tmp_path):
+    """A study's data file is read by the `features` task: an .npy header that declares far more than
+    the file holds is refused before numpy allocates what it declares."""
+    import numpy as np
+    from numpy.lib import format as npy_format
+
+    work = tmp_path / "work"
+    work.mkdir()
+    header = work / "header.npy"
+    with header.open("wb") as f:
+        npy_format.write_array_header_1_0(f, {"descr": "<f4", "fortran_order": False, "shape": (10**12,)})
+    with zipfile.ZipFile(work / "bomb.npz", "w") as z:
+        z.write(header, "regions.npy")
+        np.save(work / "labels.npy", np.zeros(4, dtype=np.int64))
+        z.write(work / "labels.npy", "labels.npy")
+    case = work / "data.yaml"
+    case.write_text("task: features\nfamily: encoder\ntask_options: {path: bomb.npz}\nobjectives: [accuracy]\n"
+                    "space: {d_model: 32}\n")
+    [error] = assert_refused_safely(validate(case, tmp_path), case.name, tmp_path)
+    assert error == ("error data.yaml:1: task: features: `regions.npy` declares shape (1000000000000,) of float32 "
+                     "(4,000,000,000,000 bytes) but holds 0 bytes")
