@@ -39,7 +39,8 @@ def parse_pattern(text: str | list | tuple) -> tuple[int, ...]:
     for term in terms:
         match = _TERM.match(term) if len(term) <= 40 else None
         if not match:
-            raise ValueError(f"cannot read term {term.strip()[:40]!r}: each term is `i` or `ixn`, e.g. (0,0,1) or (0x3,1x3)")
+            raise ValueError(f"cannot read term {term.strip()[:40]!r}: each term is `i` or `ixn`, "
+                             f"e.g. (0,0,1) or (0x3,1x3)")
         index, repeat = int(match.group(1)), int(match.group(2) or 1)
         if repeat < 1:
             raise ValueError(f"term {term.strip()!r} repeats a layer {repeat} times; repeats must be >= 1")

@@ -79,7 +79,8 @@ def load_located(path: str | Path) -> tuple[Any, dict[Path_, int]]:
 def loads_located(text: str) -> tuple[Any, dict[Path_, int]]:
     """Parse YAML text within the bounds above; return the data and ``{path_in_document: line}``."""
     if len(text) > MAX_FILE_BYTES:
-        raise YamlProblem(0, f"is larger than {MAX_FILE_BYTES:,} characters, the limit for a study or configuration file")
+        raise YamlProblem(0, f"is larger than {MAX_FILE_BYTES:,} characters, the limit for a study or "
+                             f"configuration file")
     try:
         _check_bounds(text)
         node = yaml.compose(text, Loader=StudyLoader)

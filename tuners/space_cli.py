@@ -67,7 +67,8 @@ def _load(path: Path, samples: int, seed: int, progress: bool = True) -> tuple[A
         try:
             sample = cost_sample(study, static, samples, seed, step=lambda: bar.advance(job))
         except CostError as exc:
-            where = ("constraints", "memory") if any(c.metric == "memory" for c in study.constraints) else ("objectives",)
+            constrained = any(c.metric == "memory" for c in study.constraints)
+            where = ("constraints", "memory") if constrained else ("objectives",)
             return study, [], [(study.where(where), str(exc))]
     return study, sample, constraint_problems(study, sample)
 
