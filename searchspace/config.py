@@ -13,7 +13,7 @@ from typing import Any
 
 from .errors import ConfigError, did_you_mean
 from .radix import digits_for
-from .sharing import format_pattern, parse_pattern
+from .sharing import MAX_LAYERS, format_pattern, parse_pattern
 
 FAMILIES = ("encoder", "mcan", "ort", "retrieval")
 ATTENTION_KERNELS = ("standard", "coupled")
@@ -197,6 +197,19 @@ _OPT_INT_KNOBS = ("d_ff", "encoder_layers", "decoder_layers", "radix_base", "ske
                   "region_features", "caption_tokens", "vocab_size", "num_answers")
 _BOOL_KNOBS = ("qkv_bias", "g_mha", "g_ffn", "weight_sharing", "g_lml", "g_il")
 
+# Upper bound of every integer knob (docs/knobs.md), far above any Transformer the papers describe.
+# Within them every tensor of a model has fewer than 2**63 bytes, so the cost model can shape it on
+# the meta device; a value beyond is refused by rule rather than sized (d_model: 1e9 would overflow).
+_SIZE, _TOKENS = 65_536, 65_536
+KNOB_LIMITS: dict[str, int] = {
+    "d_model": _SIZE, "d_ff": 4 * _SIZE, "heads": 1024, "layers": MAX_LAYERS, "encoder_layers": MAX_LAYERS,
+    "decoder_layers": MAX_LAYERS, "groups": 1024, "qk_expansion": 64, "radix_base": 1_000_000,
+    "sketch_n": 1024, "sketch_k": 1024, "sketch_d": 1024, "patch_features": _SIZE, "num_classes": 1_000_000,
+    "question_tokens": _TOKENS, "image_regions": _TOKENS, "region_features": _SIZE, "caption_tokens": _TOKENS,
+    "vocab_size": 10_000_000, "num_answers": 1_000_000,
+}
+GRID_LIMIT = 1024  # per side: at most a million tokens
+
 
 def _type_problems(cfg: ArchConfig) -> list[tuple[str, str]]:
     """Type checks first: later rules assume the right types."""
@@ -209,6 +222,8 @@ def _type_problems(cfg: ArchConfig) -> list[tuple[str, str]]:
             problems.append((name, f"must be an integer, got {value!r}"))
         elif value < 1:
             problems.append((name, f"must be >= 1, got {value}"))
+        elif value > KNOB_LIMITS[name]:
+            problems.append((name, f"must be at most {KNOB_LIMITS[name]:,} (the knob's limit), got {value:,}"))
     for name in _BOOL_KNOBS:
         if not isinstance(getattr(cfg, name), bool):
             problems.append((name, f"must be true or false, got {getattr(cfg, name)!r}"))
@@ -235,6 +250,8 @@ def _type_problems(cfg: ArchConfig) -> list[tuple[str, str]]:
                                      and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
                                              for v in cfg.grid)):
         problems.append(("grid", f"must be two positive integers [height, width], got {cfg.grid!r}"))
+    elif cfg.grid is not None and max(cfg.grid) > GRID_LIMIT:
+        problems.append(("grid", f"each side must be at most {GRID_LIMIT:,} (the knob's limit), got {list(cfg.grid)}"))
     if cfg.family in FAMILY_KNOBS:
         allowed = FAMILY_KNOBS[cfg.family]
         for name in sorted(set().union(*FAMILY_KNOBS.values()) - allowed):

@@ -4,7 +4,8 @@ Besides the knobs, a file may carry metadata sections that are not part of the a
 ``reference`` (the published figures a paper-table row should reproduce), ``task`` and
 ``task_options`` (the task an exported trial trained on), ``training`` (training hyperparameters)
 and ``provenance`` (where an exported configuration came from).
-YAML is read with ``yaml.safe_load``: no arbitrary object construction.
+YAML is read like a study file (``yamlsource``): safe tags only, duplicate keys refused, bounded size,
+nesting and alias expansion, UTF-8.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import yaml
 
 from .config import ArchConfig, knob_names
 from .errors import ConfigError, did_you_mean
-from .yamlsource import StudyLoader
+from .yamlsource import YamlProblem, load_located
 
 METADATA_SECTIONS = ("reference", "task", "task_options", "training", "provenance")
 STUDY_KEYS = ("space", "objectives")  # keys only a study file has
@@ -44,13 +45,11 @@ def load_config_file(path: str | Path) -> ConfigFile:
     """Read and validate one configuration file; every problem is reported at once."""
     path = Path(path)
     try:
-        data = yaml.load(path.read_text(), Loader=StudyLoader)  # safe: a SafeLoader subclass
+        data, _ = load_located(path)  # safe tags only, duplicate keys refused, size/depth/aliases bounded
     except FileNotFoundError:
         raise ConfigFileError([(str(path), "no such file")]) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise ConfigFileError([(where, f"not valid YAML: {getattr(exc, 'problem', exc)}")]) from None
+    except YamlProblem as exc:
+        raise ConfigFileError([(f"{path}:{exc.line}" if exc.line else str(path), exc.message)]) from None
     if not isinstance(data, dict):
         raise ConfigFileError([(str(path), f"expected a mapping of knobs, got {type(data).__name__}")])
     if any(k in data for k in STUDY_KEYS):

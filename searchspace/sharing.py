@@ -11,6 +11,10 @@ import re
 
 _TERM = re.compile(r"^\s*(\d+)\s*(?:x\s*(\d+))?\s*$")
 
+# The deepest stack a configuration may have (``config.KNOB_LIMITS`` uses it for the depth knobs):
+# a pattern is checked against it before it is expanded, so `(0x1000000000)` costs nothing.
+MAX_LAYERS = 256
+
 # Named pattern families, generated for a given depth (used by study files too).
 PATTERN_FAMILIES = ("none", "successive", "symmetric", "albert")
 
@@ -29,14 +33,19 @@ def parse_pattern(text: str | list | tuple) -> tuple[int, ...]:
         terms = body.split(",") if body.strip() else []
     else:
         raise ValueError(f"a sharing pattern is a string like '(0x3,1x3)' or a list, got {type(text).__name__}")
+    if len(terms) > MAX_LAYERS:
+        raise ValueError(f"has {len(terms):,} terms; a stack has at most {MAX_LAYERS} layers")
     indices: list[int] = []
     for term in terms:
-        match = _TERM.match(term)
+        match = _TERM.match(term) if len(term) <= 40 else None
         if not match:
-            raise ValueError(f"cannot read term {term.strip()!r}: each term is `i` or `ixn`, e.g. (0,0,1) or (0x3,1x3)")
+            raise ValueError(f"cannot read term {term.strip()[:40]!r}: each term is `i` or `ixn`, "
+                             f"e.g. (0,0,1) or (0x3,1x3)")
         index, repeat = int(match.group(1)), int(match.group(2) or 1)
         if repeat < 1:
             raise ValueError(f"term {term.strip()!r} repeats a layer {repeat} times; repeats must be >= 1")
+        if len(indices) + repeat > MAX_LAYERS or index >= MAX_LAYERS:
+            raise ValueError(f"term {term.strip()!r} goes beyond {MAX_LAYERS} layers, the most a stack may have")
         indices.extend([index] * repeat)
     if not indices:
         raise ValueError("a sharing pattern needs at least one layer")

@@ -38,15 +38,55 @@ class YamlProblem(LwnasError, ValueError):
         super().__init__(f"line {line}: {message}" if line else message)
 
 
+# Bounds on what reading one file may cost, whatever it holds. Study and configuration files are a
+# few KiB; these stop hostile files (a "billion laughs" of nested aliases, thousands of `[`, a
+# million-digit number) before they cost memory, recursion or time.
+MAX_FILE_BYTES = 1 << 20
+MAX_DEPTH = 64  # nested mappings and lists
+MAX_VALUES = 100_000  # values in the document, each alias counted at its full expansion
+MAX_NUMBER_CHARS = 64  # Python parses a long number in quadratic time
+
+_COLLECTION_START = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
+_COLLECTION_END = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+
+
+def read_text(path: str | Path) -> str:
+    """The file's text: at most ``MAX_FILE_BYTES``, UTF-8 (FileNotFoundError passes through)."""
+    try:
+        with Path(path).open("rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)  # never more, whatever the file (or device) holds
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise YamlProblem(0, f"cannot be read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise YamlProblem(0, f"is larger than {MAX_FILE_BYTES:,} bytes, the limit for a study or configuration file")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_start = raw.rfind(b"\n", 0, exc.start) + 1
+        raise YamlProblem(raw.count(b"\n", 0, exc.start) + 1,
+                          f"not UTF-8: byte 0x{raw[exc.start]:02x} at column {exc.start - line_start + 1} "
+                          f"(save the file as UTF-8)") from None
+
+
 def load_located(path: str | Path) -> tuple[Any, dict[Path_, int]]:
     """Parse ``path`` safely; return the data and ``{path_in_document: line}``."""
-    text = Path(path).read_text()
-    return loads_located(text)
+    return loads_located(read_text(path))
 
 
 def loads_located(text: str) -> tuple[Any, dict[Path_, int]]:
+    """Parse YAML text within the bounds above; return the data and ``{path_in_document: line}``."""
+    if len(text) > MAX_FILE_BYTES:
+        raise YamlProblem(0, f"is larger than {MAX_FILE_BYTES:,} characters, the limit for a study or "
+                             f"configuration file")
     try:
+        _check_bounds(text)
         node = yaml.compose(text, Loader=StudyLoader)
+    except yaml.reader.ReaderError as exc:  # a control character: located by position, not by mark
+        raise YamlProblem(text.count("\n", 0, exc.position) + 1,
+                          f"not valid YAML: control character U+{int(exc.character):04X} is not allowed") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise YamlProblem(mark.line + 1 if mark else 0, f"not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
@@ -61,6 +101,47 @@ def loads_located(text: str) -> tuple[Any, dict[Path_, int]]:
         raise YamlProblem(mark.line + 1 if mark else 0,
                           f"{exc.problem}: only plain YAML values are allowed (tags like !!python/... are refused)") from None
     return data, lines
+
+
+def _check_bounds(text: str) -> None:
+    """Refuse deep nesting, alias expansion beyond ``MAX_VALUES`` and overlong numbers, from the event
+    stream (PyYAML's parser is iterative; its composer recurses, so this runs first)."""
+    resolver = StudyLoader("")
+    open_counts: list[list] = []  # per open collection: [anchor, values so far]
+    expanded: dict[str, int] = {}  # anchor -> values its node expands to
+    total = 0
+    for event in yaml.parse(text, Loader=StudyLoader):
+        line = event.start_mark.line + 1
+        if isinstance(event, _COLLECTION_START):
+            if len(open_counts) >= MAX_DEPTH:
+                raise YamlProblem(line, f"nested more than {MAX_DEPTH} levels deep")
+            open_counts.append([event.anchor, 1])
+            continue
+        if isinstance(event, _COLLECTION_END):
+            anchor, n = open_counts.pop()
+        elif isinstance(event, yaml.AliasEvent):
+            anchor, n = None, expanded.get(event.anchor, 1)
+        elif isinstance(event, yaml.ScalarEvent):
+            anchor, n = event.anchor, 1
+            _check_number(resolver, event, line)
+        else:
+            continue
+        if anchor is not None:
+            expanded[anchor] = n
+        if open_counts:
+            open_counts[-1][1] += n
+        else:
+            total += n
+        if total > MAX_VALUES or (open_counts and open_counts[-1][1] > MAX_VALUES):
+            raise YamlProblem(line, f"holds more than {MAX_VALUES:,} values once its aliases (*name) are expanded")
+
+
+def _check_number(resolver: yaml.SafeLoader, event: yaml.ScalarEvent, line: int) -> None:
+    if len(event.value) <= MAX_NUMBER_CHARS:
+        return
+    tag = event.tag if event.tag not in (None, "!") else resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
+    if tag in _NUMBER_TAGS:
+        raise YamlProblem(line, f"a number written with {len(event.value):,} characters (at most {MAX_NUMBER_CHARS})")
 
 
 def _check_nodes(node: yaml.Node, path: Path_, lines: dict[Path_, int], seen_nodes: set[int]) -> None:

@@ -93,3 +93,25 @@ def test_cost_of_a_folder_shows_progress_and_the_memory_it_measured(tmp_path):
     assert all(re.search(r"\| [0-9.]+[KMG]?B \|$", row) for row in rows), done.stdout
     without = lwnas("cost", str(tmp_path), "--format", "markdown", "--no-memory")
     assert "peak memory" not in without.stdout and without.stdout.splitlines()[0].endswith("| verdict |")
+
+
+def test_config_file_duplicate_key_names_file_and_line(tmp_path):
+    """Configuration files are read like study files: a key given twice is refused, with its line."""
+    path = tmp_path / "twice.yaml"
+    path.write_text("family: encoder\nd_model: 32\nheads: 4\nd_model: 64\n")
+    result = subprocess.run(["lwnas", "cost", str(path), "--no-memory"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == f"error {path}:4: `d_model` is given twice in one mapping (first on line 2)"
+
+
+def test_config_file_alias_bomb_and_bad_bytes_are_located(tmp_path):
+    bomb = tmp_path / "bomb.yaml"
+    levels = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    levels += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    bomb.write_text("family: encoder\nreference:\n" + "".join(f"  {line}\n" for line in levels))
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes("family: encoder\nreference: {table: caf\xe9}\n".encode("latin-1"))
+    for path, message in ((bomb, "7: holds more than 100,000 values"), (latin, "2: not UTF-8: byte 0xe9")):
+        result = subprocess.run(["lwnas", "cost", str(path)], capture_output=True, text=True, timeout=120)
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        assert result.stderr.startswith(f"error {path}:{message}"), result.stderr

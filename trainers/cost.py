@@ -17,6 +17,7 @@ from torch import nn
 from torch.fx.experimental import _config as fx_config
 
 from searchspace import ArchConfig, ArchModel, build_model
+from searchspace.errors import LwnasError
 from searchspace.layers import MultiHeadAttention
 
 from .madds import count_madds
@@ -132,6 +133,23 @@ def _global_peak_tracker():
     return GlobalPeakTracker()
 
 
+class CostError(LwnasError, ValueError):
+    """A cost that cannot be computed for this configuration (said why, with the figures)."""
+
+
+# Measuring peak memory materialises the model and runs it; a point whose weights, gradients and
+# attention maps alone need more than this is refused from its meta-device shapes instead.
+MEMORY_PROBE_LIMIT = 8 << 30
+
+
+def _check_probe_size(params: int, map_bytes: int) -> None:
+    floor = 8 * params + map_bytes  # fp32 weights + gradients, and the maps a forward keeps
+    if floor > MEMORY_PROBE_LIMIT:
+        raise CostError(f"peak memory is not measured: one forward + backward needs at least {floor / 2**30:,.1f} GiB "
+                        f"({params:,} parameters with gradients, plus attention maps), over the "
+                        f"{MEMORY_PROBE_LIMIT >> 30} GiB limit of the memory probe")
+
+
 def cost(config: ArchConfig | dict, memory: bool = True, device: str | torch.device = "cpu") -> CostReport:
     """Static costs of ``config``.
 
@@ -155,6 +173,7 @@ def cost(config: ArchConfig | dict, memory: bool = True, device: str | torch.dev
     report = CostReport(params, params_breakdown, madds, _madds_breakdown(model, by_module),
                         attention_map_bytes=map_bytes)
     if memory:
+        _check_probe_size(params, map_bytes)
         model = model.to_empty(device=device).train()
         inputs = model.example_inputs(batch=1, device=device)
         report.memory_bytes, report.memory_device = peak_memory(model, inputs)

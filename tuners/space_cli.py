@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-import yaml
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress
@@ -30,6 +29,8 @@ def _report(problems: list[tuple[str, str]]) -> None:
 
 def _study_files(paths: list[Path]) -> list[Path]:
     """Files as given; directories expand to the study files in them (files with a `space`)."""
+    from searchspace.yamlsource import YamlProblem, load_located
+
     out = []
     for p in paths:
         if not p.is_dir():
@@ -37,8 +38,8 @@ def _study_files(paths: list[Path]) -> list[Path]:
             continue
         for f in sorted(p.rglob("*.yaml")):
             try:
-                data = yaml.safe_load(f.read_text())
-            except yaml.YAMLError:
+                data, _ = load_located(f)
+            except YamlProblem:
                 out.append(f)  # let the loader report it with its line
                 continue
             if isinstance(data, dict) and "space" in data:
@@ -49,23 +50,29 @@ def _study_files(paths: list[Path]) -> list[Path]:
 def _load(path: Path, samples: int, seed: int, progress: bool = True) -> tuple[Any, list, list[tuple[str, str]]]:
     """The study, a costed sample and every problem (study file, task, constraints)."""
     from searchspace.study import StudyError
+    from trainers.cost import CostError
 
     from .constraints import StaticCosts
-    from .study_check import constraint_problems, cost_sample, make_task, open_study, task_problems
+    from .study_check import constraint_problems, cost_sample, open_study, task_for_checks, task_problems
 
     with Progress(console=err, transient=True, disable=not (progress and err.is_terminal)) as bar:
         job = bar.add_task(f"checking {escape(path.name)}", total=None)  # the task may build its data first
         try:
             study = open_study(path)
-            task = make_task(study)
+            described, task = task_for_checks(study)
         except StudyError as exc:
             return None, [], list(exc.problems)
-        problems = task_problems(study, task)
+        problems = task_problems(study, described)
         if problems or samples <= 0:
             return study, [], problems
         static = StaticCosts(study, task)
         bar.update(job, description=f"costing {samples} points of {escape(path.name)}", total=samples)
-        sample = cost_sample(study, static, samples, seed, step=lambda: bar.advance(job))
+        try:
+            sample = cost_sample(study, static, samples, seed, step=lambda: bar.advance(job))
+        except CostError as exc:
+            constrained = any(c.metric == "memory" for c in study.constraints)
+            where = ("constraints", "memory") if constrained else ("objectives",)
+            return study, [], [(study.where(where), str(exc))]
     return study, sample, constraint_problems(study, sample)
 
 

@@ -57,16 +57,35 @@ def absolute_paths(study: Study) -> Study:
 
 
 def make_task(study: Study) -> Task:
+    """The study's task, constructed (a plugin's constructor runs: sweeps and training need its data)."""
     try:
         return resolve_task(study.task, **study.task_options)
     except (ValueError, TypeError) as exc:
         raise StudyError([(study.where(("task",)), str(exc))]) from None
 
 
+def task_for_checks(study: Study) -> tuple[Task | type, Task | None]:
+    """What validation checks a study against, without calling anything a plugin names.
+
+    Returns ``(described, task)``: a built-in task is constructed (lwnas's own code) and is both; a
+    plugin is only its class, checked against the Task protocol, and ``task`` is None (its input sizes
+    are then the study's own, as constructing it could run anything).
+    """
+    from trainers.tasks import BUILTIN_TASKS
+
+    if study.task in BUILTIN_TASKS:
+        task = make_task(study)
+        return task, task
+    try:
+        return task_class(study.task), None
+    except ValueError as exc:
+        raise StudyError([(study.where(("task",)), str(exc))]) from None
+
+
 def task_problems(study: Study, task: Task) -> list[tuple[str, str]]:
     """The study's family and objectives against what the task trains and reports."""
     problems = []
-    if task.family != study.family:
+    if task.family and task.family != study.family:  # a plugin class may leave its family to the study
         problems.append((study.where(("family",)), f"task `{study.task}` trains family `{task.family}`, "
                                                    f"but the study says `{study.family}`"))
     metrics = {task.metric: task.direction, **getattr(task, "metrics", {})}

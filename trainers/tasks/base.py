@@ -8,7 +8,9 @@ tensors: each split is a dict of equally long tensors, and a batch is the same d
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -98,8 +100,20 @@ def _import_from_working_directory() -> None:
         sys.path.append(cwd)
 
 
+# ``package.module:Class``: dotted identifiers, a colon, one identifier (nothing else is imported).
+_PLUGIN_REF = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*", re.ASCII)
+# ``family`` may be "" (the Task default) when the data decides it: the study must then give `family`.
+_PROTOCOL_STRINGS = ("name", "family", "metric")
+_PROTOCOL_METHODS = ("input_sizes", "load", "loss", "evaluate")
+_MISSING = object()
+
+
 def task_class(name: str) -> type:
-    """The class of a built-in task by name, or of a plugin given as ``package.module:Class``."""
+    """The class of a built-in task by name, or of a plugin given as ``package.module:Class``.
+
+    A plugin's module is imported (that runs its code, as ``import`` does), but nothing it names is
+    called: the attribute is read statically and must be a class implementing the Task protocol.
+    """
     from . import BUILTIN_TASKS
 
     if name in BUILTIN_TASKS:
@@ -108,12 +122,65 @@ def task_class(name: str) -> type:
         from searchspace.errors import did_you_mean
         raise ValueError(f"unknown task {name!r}{did_you_mean(name, BUILTIN_TASKS)}; built-in tasks are "
                          f"{', '.join(BUILTIN_TASKS)}, or give a plugin as package.module:Class")
+    if not _PLUGIN_REF.fullmatch(name):
+        raise ValueError(f"task plugin {name!r} is not of the form package.module:Class (dotted Python names)")
     module_name, _, attr = name.partition(":")
+    if module_name.split(".")[0] in sys.stdlib_module_names:
+        raise ValueError(f"task plugin {name!r}: `{module_name}` is part of Python's standard library, which holds "
+                         f"no task; a plugin is a class implementing the Task protocol (docs/tasks.md)")
     _import_from_working_directory()
     try:
-        return getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
         raise ValueError(f"cannot load task plugin {name!r}: {exc}") from None
+    try:
+        found = inspect.getattr_static(module, attr)  # static: a module-level __getattr__ is not called
+    except AttributeError:
+        raise ValueError(f"cannot load task plugin {name!r}: module `{module_name}` has no `{attr}`") from None
+    problems = protocol_problems(found)
+    if problems:
+        raise ValueError(f"task plugin {name!r} is not a Task: {'; '.join(problems)} (docs/tasks.md, the Task protocol)")
+    return found
+
+
+def _describe(obj: Any) -> str:
+    """What a plugin reference found, for messages (never its repr: that would call its code)."""
+    return f"class {obj.__qualname__}" if isinstance(obj, type) else f"a {type(obj).__qualname__}"
+
+
+def protocol_problems(found: Any) -> list[str]:
+    """Why ``found`` is not a class implementing the Task protocol (empty if it is), checked statically."""
+    if not isinstance(found, type):
+        return [f"found {_describe(found)}, not a class"]
+    problems = []
+    for member in _PROTOCOL_STRINGS:
+        value = _static(found, member)
+        if not isinstance(value, str) or not (value or member == "family"):
+            problems.append(f"`{member}` must be a non-empty string class attribute, found {_shown(value)}")
+    direction = _static(found, "direction")
+    if direction not in ("maximize", "minimize"):
+        problems.append(f"`direction` must be maximize or minimize, found {_shown(direction)}")
+    metrics = _static(found, "metrics")
+    if metrics is not _MISSING and not (isinstance(metrics, dict) and all(
+            isinstance(k, str) and v in ("maximize", "minimize") for k, v in metrics.items())):
+        problems.append(f"`metrics` must map metric names to maximize or minimize, found {_shown(metrics)}")
+    for member in _PROTOCOL_METHODS:
+        method = _static(found, member)
+        if not isinstance(method, (staticmethod, classmethod)) and not inspect.isfunction(method):
+            problems.append(f"`{member}` must be a method, found {_shown(method)}")
+        elif method is Task.__dict__.get(member) and member != "input_sizes":
+            problems.append(f"`{member}` is not implemented (only Task's placeholder)")
+    return problems
+
+
+def _static(cls: type, member: str) -> Any:
+    return inspect.getattr_static(cls, member, _MISSING)
+
+
+def _shown(value: Any) -> str:
+    if value is _MISSING:
+        return "nothing"
+    return repr(value)[:60] if isinstance(value, (str, int, float, bool, type(None))) else _describe(value)
 
 
 def absolute_path_options(name: str, options: dict[str, Any], base: Path) -> tuple[dict[str, Any], list[str]]:
@@ -131,9 +198,8 @@ def absolute_path_options(name: str, options: dict[str, Any], base: Path) -> tup
 
 
 def resolve_task(name: str, **options: Any) -> Task:
-    """A built-in task by name, or ``package.module:Class`` for a plugin, constructed with ``options``."""
-    task = task_class(name)(**options)
-    missing = [m for m in ("name", "family", "metric", "load", "loss", "evaluate") if not hasattr(task, m)]
-    if missing:
-        raise ValueError(f"task plugin {name!r} lacks {', '.join(missing)} (see docs/tasks.md, the Task protocol)")
-    return task
+    """A built-in task by name, or ``package.module:Class`` for a plugin, constructed with ``options``.
+
+    Constructing a plugin runs its code; validation uses ``task_class`` alone.
+    """
+    return task_class(name)(**options)

@@ -11,6 +11,7 @@ A file ``data.npz`` (or a directory of ``.npy`` files with these names) holds:
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -21,14 +22,39 @@ from ..metrics import accuracy
 from .base import Split, Task, batches
 
 
+def _check_declared_size(name: str, fp, size: int) -> None:
+    """Refuse an ``.npy`` whose header declares more bytes than it holds: numpy would allocate the
+    declared size before reading (a 100-byte file can ask for terabytes)."""
+    version = np.lib.format.read_magic(fp)
+    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, _, dtype = read_header(fp)
+    declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if declared > size - fp.tell():
+        raise ValueError(f"features: `{name}` declares shape {shape} of {dtype} ({declared:,} bytes) but holds "
+                         f"{max(0, size - fp.tell()):,} bytes")
+
+
 def _read(path: Path) -> dict[str, np.ndarray]:
-    if path.is_dir():
-        arrays = {p.stem: np.load(p) for p in path.glob("*.npy")}
-    elif path.suffix == ".npz":
-        with np.load(path) as f:
-            arrays = dict(f)
-    else:
-        raise ValueError(f"features: {path} is neither an .npz file nor a directory of .npy files")
+    try:
+        if path.is_dir():
+            for p in path.glob("*.npy"):
+                with p.open("rb") as fp:
+                    _check_declared_size(p.name, fp, p.stat().st_size)
+            arrays = {p.stem: np.load(p) for p in path.glob("*.npy")}
+        elif path.suffix == ".npz":
+            if not zipfile.is_zipfile(path):
+                raise ValueError(f"features: {path} is not an .npz archive (a zip of .npy files)")
+            with np.load(path) as f:
+                for info in f.zip.infolist():
+                    with f.zip.open(info) as fp:
+                        _check_declared_size(info.filename, fp, info.file_size)
+                arrays = dict(f)
+        else:
+            raise ValueError(f"features: {path} is neither an .npz file nor a directory of .npy files")
+    except MemoryError:
+        raise ValueError(f"features: {path} does not fit in memory") from None
+    except (zipfile.BadZipFile, EOFError) as exc:
+        raise ValueError(f"features: {path} is a damaged .npz archive: {exc}") from None
     for key in ("regions", "labels"):
         if key not in arrays:
             raise ValueError(f"features: {path} lacks `{key}` (has: {', '.join(sorted(arrays)) or 'nothing'})")
