@@ -6,6 +6,7 @@ import base64
 import io
 import json
 import math
+import os
 import re
 import warnings
 import zipfile
@@ -453,3 +454,53 @@ def test_browses_postgres_as_a_read_only_role(monkeypatch):
         admin.execute(f"REVOKE ALL ON DATABASE {database} FROM {role}")
         admin.execute(f"DROP ROLE {role}")
         admin.close()
+
+
+def test_sigterm_to_lwnas_dashboard_stops_its_streamlit_server(tmp_path):
+    """The installed command, stopped the way a service manager stops it: nothing it started survives,
+    and the terminal never shows the storage URL's password."""
+    import signal
+    import urllib.request
+
+    from sweep_procs import kill_session, session_pids, start_dashboard, tail, wait_for
+
+    url = "postgresql://lwnas:s3cret-dash@127.0.0.1:1/nowhere"  # the server starts without reaching it
+    proc, address, log = start_dashboard(url, tmp_path)
+    try:
+        server = [pid for pid in session_pids(proc.pid) if pid != proc.pid]
+        assert server, "lwnas dashboard started no Streamlit server"
+        os.kill(proc.pid, signal.SIGTERM)  # to `lwnas dashboard` alone, not its process group
+        assert proc.wait(timeout=30) == 0, tail(log)
+        wait_for(lambda: not session_pids(proc.pid), 15, "end of every process lwnas dashboard started")
+        with pytest.raises(OSError):
+            urllib.request.urlopen(f"{address}/_stcore/health", timeout=2)
+        output = log.read_text()
+        assert "postgresql://lwnas:***@127.0.0.1:1/nowhere" in output and "s3cret" not in output
+    finally:
+        kill_session(proc)
+
+
+def test_the_page_never_shows_the_storage_password(monkeypatch):
+    """A PostgreSQL URL with a password (trust authentication ignores it): no element on the page has it."""
+    import uuid
+
+    from sqlalchemy.engine import make_url
+    from sweep_procs import PG_URL, postgres_or_skip
+
+    postgres_or_skip()
+    name = f"lwnas-test-dash-{uuid.uuid4().hex[:8]}"
+    seed_study(PG_URL, name=name, trials=12, seed=2)
+    secret = "pw-" + uuid.uuid4().hex[:8]
+    url = make_url(PG_URL).set(password=secret).render_as_string(hide_password=False)
+    try:
+        monkeypatch.setenv("LWNAS_STORAGE", url)
+        at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+        at.session_state["study"] = name
+        at.run()
+        assert not at.exception and at.title[0].value == name.replace("-", "\\-")
+        kinds = ("title", "caption", "markdown", "info", "error", "warning", "code", "selectbox", "metric",
+                 "plotly_chart", "dataframe")
+        page = "".join(str(el.proto) for kind in kinds for el in at.get(kind))
+        assert secret not in page and ":***@" in shown(at.sidebar.caption[0].value)
+    finally:
+        optuna.delete_study(study_name=name, storage=PG_URL)
