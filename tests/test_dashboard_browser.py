@@ -255,3 +255,71 @@ def test_text_from_storage_is_shown_as_text_and_fetches_nothing(trap, lwnas_dash
     assert not browser.find_elements("css selector", f"img[src*='127.0.0.1:{port}']")
     time.sleep(2.0)  # any image request would have been sent by now
     assert requests == [], f"the page fetched {requests} from a URL stored in the study"
+
+
+# The Pareto chart's labelled front: trial numbers drawn as text, and the first front point's trial
+FRONT_LABELS = """
+const plot = [...document.querySelectorAll('.js-plotly-plot')].find(
+    p => (p.data || []).some(t => t.name === 'Pareto front'));
+if (!plot) return null;
+const index = plot.data.findIndex(t => t.name === 'Pareto front');
+const trace = plot.querySelectorAll('.scatterlayer .trace')[index];
+if (!trace) return null;
+return {labels: [...trace.querySelectorAll('.textpoint')].map(t => t.textContent),
+        numbers: plot.data[index].customdata.map(c => c[0])};
+"""
+
+# Whether every axis title of the parallel-coordinates chart lies inside the chart
+PARCOORDS_TITLES = """
+const plot = [...document.querySelectorAll('.js-plotly-plot')].find(p => (p.data || []).some(t => t.type === 'parcoords'));
+if (!plot) return null;
+const box = plot.getBoundingClientRect();
+const titles = [...plot.querySelectorAll('.axis-title')].map(t => t.getBoundingClientRect());
+if (!titles.length) return null;
+return {inside: titles.every(r => r.left >= box.left && r.right <= box.right), box: [box.left, box.right],
+        titles: titles.map(r => [r.left, r.right])};
+"""
+
+# The bars of each knob-importance chart: {title: number of bars}
+IMPORTANCE_BARS = """
+const plots = [...document.querySelectorAll('.js-plotly-plot')].filter(p => (p.data || []).some(t => t.type === 'bar'));
+return Object.fromEntries(plots.map(p => [p.layout.title.text.replace(/<[^>]+>/g, ''), p.querySelectorAll('.barlayer .point').length]));
+"""
+
+
+def poll(browser, script: str, ready, timeout: float = PLOT_WAIT_S):
+    """The script's result once ``ready(result)`` holds (the last result otherwise)."""
+    deadline, seen = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        seen = browser.execute_script(script)
+        if seen and ready(seen):
+            break
+        time.sleep(0.5)
+    return seen
+
+
+def test_front_labels_click_to_open_parallel_titles_and_knob_importance(lwnas_dashboard, browser, tmp_path):
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    from dashboards.sample import seed_study
+
+    url = f"sqlite:///{tmp_path / 'lwnas.db'}"
+    seed_study(url, name="three", trials=60, seed=5, objectives=("accuracy", "params", "madds"))
+    browser.get(lwnas_dashboard(url))
+    front = poll(browser, FRONT_LABELS, lambda s: s["labels"])
+    assert front and front["labels"] == [str(n) for n in front["numbers"]], front  # each front point labelled
+    titles = poll(browser, PARCOORDS_TITLES, lambda s: True)
+    assert titles and titles["inside"], f"parallel-coordinates titles cross the chart's edge: {titles}"
+    # one click on a front point opens that trial (the last one: Trial detail would open on the first)
+    point = browser.execute_script("""
+        const plot = [...document.querySelectorAll('.js-plotly-plot')].find(
+            p => (p.data || []).some(t => t.name === 'Pareto front'));
+        const index = plot.data.findIndex(t => t.name === 'Pareto front');
+        return [...plot.querySelectorAll('.scatterlayer .trace')[index].querySelectorAll('.point')].pop();""")
+    ActionChains(browser).move_to_element(point).click().perform()
+    wait_text(browser, f"Trial {front['numbers'][-1]}: complete")
+    open_tab(browser, "Knob importance")
+    bars = poll(browser, IMPORTANCE_BARS, lambda s: len(s) == 3 and all(s.values()))
+    assert bars and sorted(bars) == [f"{m}: which knobs matter" for m in ("accuracy", "madds", "params")], bars
+    assert all(n >= 5 for n in bars.values()), bars
+    assert "Traceback" not in browser.find_element("tag name", "body").text
