@@ -1,7 +1,8 @@
 """lwnas dashboard: browse a sweep's Pareto fronts, compare trials, export configurations.
 
-Run with ``lwnas dashboard --storage URL`` (or ``streamlit run dashboards/app.py -- --storage URL``;
-the URL may also come from the LWNAS_STORAGE environment variable). Reads storage, never writes it.
+Run with ``lwnas dashboard --storage URL``: it serves this script on localhost with Streamlit's usage
+statistics off (a bare ``streamlit run`` binds every interface and sends statistics). The URL reaches the
+script in LWNAS_STORAGE. Reads storage, never writes it; text from storage is shown as text.
 """
 
 from __future__ import annotations

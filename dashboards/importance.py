@@ -16,16 +16,20 @@ from .text import plotly_text
 MIN_TRIALS = 10  # PED-ANOVA compares the best 10% with all: below this the best 10% is a single trial
 
 
+class TooFewTrials(ValueError):
+    """The study has fewer than MIN_TRIALS complete, feasible trials."""
+
+
 def knob_importances(url: str, data: StudyData) -> pd.DataFrame:
     """One row per (objective, knob): its PED-ANOVA importance (each objective's importances sum to 1).
 
     Only the complete, feasible trials with finite values count (the dashboard's front candidates);
-    every sampled knob is assessed, conditional ones included. Raises ValueError with fewer than
+    every sampled knob is assessed, conditional ones included. Raises TooFewTrials with fewer than
     ``MIN_TRIALS`` such trials.
     """
     candidates = {r.number for r in data.candidates}
     if len(candidates) < MIN_TRIALS:
-        raise ValueError(f"knob importance needs at least {MIN_TRIALS} complete, feasible trials; "
+        raise TooFewTrials(f"knob importance needs at least {MIN_TRIALS} complete, feasible trials; "
                          f"this study has {len(candidates)} so far")
     study = optuna.load_study(study_name=data.name, storage=connect(url))
     rows = []

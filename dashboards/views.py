@@ -101,7 +101,7 @@ def importance_tab(data: StudyData, key: tuple, url: str) -> None:
     try:
         with st.spinner("Weighing the knobs (PED-ANOVA, once per load of the study)…"):
             table = _importances(key, url, data)
-    except ValueError as exc:
+    except importance.TooFewTrials as exc:
         st.info(f"Not enough trials yet: {md(exc)}. This view fills in as the sweep completes trials.")
         return
     for col, metric in zip(st.columns(len(data.metrics)), data.metrics):

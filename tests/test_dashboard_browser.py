@@ -250,8 +250,9 @@ def test_text_from_storage_is_shown_as_text_and_fetches_nothing(trap, lwnas_dash
     open_tab(browser, "Trial detail")
     body = wait_text(browser, "Trial 0: failed")
     assert f"failed: {failure}" in body and f"host ![host](http://127.0.0.1:{port}/host.png)" in body
-    code = browser.execute_script("return [...document.querySelectorAll('code')].map(c => c.textContent).join()")
-    assert f"![knob](http://127.0.0.1:{port}/knob.png)" in code  # the sampled knobs, in a code block
+    code = poll(browser, "return [...document.querySelectorAll('code')].map(c => c.textContent).join()",
+                lambda text: "knob.png" in text, timeout=30)  # code blocks may draw after the text
+    assert f"![knob](http://127.0.0.1:{port}/knob.png)" in (code or "")  # the sampled knobs, in a code block
     assert not browser.find_elements("css selector", f"img[src*='127.0.0.1:{port}']")
     time.sleep(2.0)  # any image request would have been sent by now
     assert requests == [], f"the page fetched {requests} from a URL stored in the study"
