@@ -52,5 +52,5 @@ def importance_figure(table: pd.DataFrame, metric: str) -> go.Figure:
     fig = go.Figure(go.Bar(x=rows["importance"], y=[plotly_text(k) for k in rows["knob"]], orientation="h",
                            marker={"color": "#0072B2"}, hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
     fig.update_layout(title=f"{plotly_text(metric)}: which knobs matter", xaxis_title="importance (PED-ANOVA)",
-                      height=120 + 28 * len(rows), margin={"t": 40, "l": 10})
+                      height=150 + 28 * len(rows), margin={"t": 70, "l": 10})  # the title clears the toolbar
     return fig
