@@ -176,7 +176,8 @@ def learning_curve_figure(curves: dict[str, list[dict[str, Any]]]) -> go.Figure:
             for label, epochs in curves.items() for e in epochs for k, v in e.items()
             if (k.startswith("val_") or k == "train_loss") and isinstance(v, (int, float))]
     df = pd.DataFrame(rows, columns=["trial", "epoch", "metric", "value"])
-    fig = px.line(df, x="epoch", y="value", color="trial", facet_col="metric", facet_col_wrap=3, markers=True)
+    fig = px.line(df, x="epoch", y="value", color="trial", facet_col="metric", facet_col_wrap=3, markers=True,
+                  color_discrete_sequence=KNOB_COLOURS)  # compared trials: distinct colours, as knob values
     fig.update_yaxes(matches=None, showticklabels=True)
     fig.for_each_annotation(lambda a: a.update(text=plotly_text(a.text.split("=", 1)[-1])))
     fig.update_layout(height=320 * max(1, math.ceil(df["metric"].nunique() / 3)), margin={"t": 30},

@@ -287,7 +287,10 @@ def test_compare_trials_side_by_side(seeded, monkeypatch):
     assert not at.exception
     table = next(df.value for df in at.dataframe if list(df.value.columns) == [f"trial {n}" for n in numbers])
     assert "accuracy" in table.index and "params" in table.index
-    assert len(chart(at, "compare_curves")["data"]) >= 3
+    curves = chart(at, "compare_curves")["data"]
+    assert len(curves) >= 3
+    colours = {t["name"]: t["line"]["color"] for t in curves}
+    assert len(set(colours.values())) == len(numbers) and set(colours.values()) <= set(KNOB_COLOURS)
 
 
 def test_more_than_two_objectives_get_3d_and_parallel_views(tmp_path_factory, monkeypatch):
