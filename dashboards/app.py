@@ -1,7 +1,8 @@
 """lwnas dashboard: browse a sweep's Pareto fronts, compare trials, export configurations.
 
-Run with ``lwnas dashboard --storage URL`` (or ``streamlit run dashboards/app.py -- --storage URL``;
-the URL may also come from the LWNAS_STORAGE environment variable). Reads storage, never writes it.
+Run with ``lwnas dashboard --storage URL``: it serves this script on localhost with Streamlit's usage
+statistics off (a bare ``streamlit run`` binds every interface and sends statistics). The URL reaches the
+script in LWNAS_STORAGE. Reads storage, never writes it; text from storage is shown as text.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 
 from dashboards import views  # noqa: E402
 from dashboards.data import StudyData, TrialCache, list_studies  # noqa: E402
+from dashboards.text import md  # noqa: E402
 from tuners.storage import DEFAULT_STORAGE, StorageError, masked  # noqa: E402
 
 REFRESH_S = 5  # how often a running study is checked for new trials
@@ -48,10 +51,10 @@ def trial_cache(url: str, name: str) -> TrialCache:
 def pick_study(url: str) -> str | None:
     """Sidebar: the study picker, with each study's size, state, objectives and last update."""
     table = studies(url)
-    st.sidebar.caption(f"storage `{masked(url)}`")
+    st.sidebar.caption(f"storage {md(masked(url))}")
     if table.empty:
-        st.info(f"No studies in {masked(url)} yet. Start one with `lwnas sweep studies/quickstart.yaml "
-                f"--storage {masked(url)}`, then refresh.")
+        st.info(f"No studies in {md(masked(url))} yet. Start one with the command below, then refresh.")
+        st.code(f"lwnas sweep studies/quickstart.yaml --storage {shlex.quote(masked(url))}", language="bash")
         return None
     rows = table.set_index("study").to_dict("index")
     name = st.sidebar.selectbox("Study", list(rows), key="study",
@@ -98,43 +101,52 @@ def selection_controls(data: StudyData) -> None:
 
 
 def summary(data: StudyData, url: str) -> None:
-    st.title(data.name)
+    st.title(md(data.name), anchor=False)
     counts = data.frame["outcome"].value_counts().to_dict()
-    objectives = ", ".join(f"{m} ({'max' if d == 'maximize' else 'min'})" for m, d in data.objectives)
-    st.caption(f"task {data.spec.get('task', '—')} · objectives {objectives} · storage `{masked(url)}`"
-               + (f" · {data.spec['description']}" if data.spec.get("description") else ""))
+    objectives = ", ".join(f"{md(m)} ({'max' if d == 'maximize' else 'min'})" for m, d in data.objectives)
+    st.caption(f"task {md(data.spec.get('task', '—'))} · objectives {objectives} · storage {md(masked(url))}"
+               + (f" · {md(data.spec['description'])}" if data.spec.get("description") else ""))
     cols = st.columns(4)
     cols[0].metric("trials", len(data.records))
     cols[1].metric("complete", counts.get("complete", 0))
     cols[2].metric("on the front", len(data.front()))
     cols[3].metric("running", data.running)
-    st.caption(" · ".join(f"{k} {v}" for k, v in counts.items()))
+    st.caption(" · ".join(f"{md(k)} {v}" for k, v in counts.items()))
     if data.rejected:
-        st.caption(f"constraints rejected {data.rejected.get('rejected')} of {data.rejected.get('checked')} "
-                   f"proposed points ({', '.join(f'{k}: {v}' for k, v in data.rejected.get('reasons', {}).items())})")
+        reasons = ", ".join(f"{md(k)}: {md(v)}" for k, v in data.rejected.get("reasons", {}).items())
+        st.caption(f"constraints rejected {md(data.rejected.get('rejected'))} of {md(data.rejected.get('checked'))} "
+                   f"proposed points ({reasons})")
 
 
 def study_page(url: str, name: str) -> None:
     cache = trial_cache(url, name)
     try:
         if not cache.loaded:
-            with st.spinner(f"Reading the trials of {name} (once; later views and refreshes are incremental)…"):
+            with st.spinner(f"Reading the trials of {md(name)} (once; later views and refreshes are incremental)…"):
                 cache.load()
         data = cache.load()
     except KeyError:
         studies.clear()
-        st.error(f"Study {name!r} is no longer in the storage (deleted or renamed): press “Refresh now”.")
+        st.error(f"Study {md(repr(name))} is no longer in the storage (deleted or renamed): press “Refresh now”.")
         return
+    listed = studies(url).set_index("study")["state"].get(name)
+    if listed is not None and (listed == "running") != (data.running > 0) \
+            and st.session_state.get("relabelled") != (name, data.version):
+        # the sidebar's list is older than the trials just read (a sweep ended or started since): relist once
+        st.session_state["relabelled"] = (name, data.version)
+        studies.clear()
+        st.rerun()
     refresh_controls(url, data)
     if not data.records:
-        st.title(name)
-        st.info(f"Study {name!r} has no trials yet. Its sweep may still be starting: this page refreshes "
+        st.title(md(name), anchor=False)
+        st.info(f"Study {md(repr(name))} has no trials yet. Its sweep may still be starting: this page refreshes "
                 "itself while the study runs (or use “Refresh now”).")
         return
     selection_controls(data)
     summary(data, url)
     key = (url, name, data.token)
     pages = {"Pareto front": lambda: views.front_tab(data, key), "Hypervolume": lambda: views.hypervolume_tab(data, key),
+             "Knob importance": lambda: views.importance_tab(data, key, url),
              "Trials": lambda: views.trials_tab(data), "Trial detail": lambda: views.detail_tab(data),
              "Compare": lambda: views.compare_tab(data), "Export": lambda: views.export_tab(data, url)}
     # only the open tab runs (and is sent to the browser): a large study stays quick on every rerun
@@ -152,10 +164,10 @@ def main() -> None:
         if name is not None:
             study_page(url, name)
     except StorageError as exc:
-        st.error(str(exc))
+        st.error(md(exc))
     except SQLAlchemyError as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        st.error(f"Reading {masked(url)} failed: {reason.replace(url, masked(url))}. Is the database still "
+        st.error(f"Reading {md(masked(url))} failed: {md(reason.replace(url, masked(url)))}. Is the database still "
                  "reachable? Press “Refresh now” to try again.")
 
 

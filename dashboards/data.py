@@ -78,6 +78,19 @@ def _last_time(trial: optuna.trial.FrozenTrial) -> dt.datetime | None:
     return trial.datetime_complete or trial.datetime_start
 
 
+def study_state(storage: Any, study_id: int, n: int, running: list, recent: list) -> str:
+    """``running`` (trials open), ``empty``, ``finished`` (a trial completed) or ``failed`` (none did:
+    every trial failed, was pruned or was infeasible). Usually the recent trials decide it."""
+    if running:
+        return "running"
+    if n == 0:
+        return "empty"
+    if any(record_of(t).outcome == "complete" for t in recent):
+        return "finished"
+    done = storage.get_all_trials(study_id, deepcopy=False, states=(TrialState.COMPLETE,))
+    return "finished" if any(record_of(t).outcome == "complete" for t in done) else "failed"
+
+
 def list_studies(url: str) -> pd.DataFrame:
     """One row per study: name, trials, state, objectives, last update (a few queries per study)."""
     storage = connect(url)
@@ -91,7 +104,7 @@ def list_studies(url: str) -> pd.DataFrame:
         times = [t for t in map(_last_time, [*recent, *running]) if t is not None]
         objectives = objectives_of(storage, frozen.study_name, frozen.user_attrs, frozen.directions)
         rows.append({"study": frozen.study_name, "trials": n,
-                     "state": "running" if running else ("empty" if n == 0 else "finished"),
+                     "state": study_state(storage, sid, n, running, recent),
                      "objectives": ", ".join(f"{m} {'↑' if d == 'maximize' else '↓'}" for m, d in objectives),
                      "last update": max(times) if times else None})
     return pd.DataFrame(rows, columns=["study", "trials", "state", "objectives", "last update"])
@@ -112,9 +125,9 @@ def plot_value(record: TrialRecord, index: int, metric: str) -> float:
 
 
 def knobs_of(record: TrialRecord) -> dict[str, Any]:
-    """Every knob of a trial: the full configuration and training settings (sampled params where a
-    study has no lwnas record, e.g. one made by plain Optuna)."""
-    return {**record.params, **record.config, **record.training}
+    """Every knob of a trial: the full configuration and training settings, with each sampled knob as the
+    study file and the CLI write it (``layer_sharing: albert``, not the ``(0x2)`` it resolves to)."""
+    return {**record.config, **record.training, **record.params}
 
 
 def _cell(value: Any) -> Any:

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 import yaml
 
-from . import plots
+from . import importance, plots
 from .data import COST_METRICS, StudyData, knobs_of
 from .exporting import export_download
+from .text import md
 
 SELECTED = "selected"  # session key: the trials picked for comparison and export
 VIEW = "view"  # session key: the open tab
+DETAIL = "detail_trial"  # session key: the trial the Trial detail tab shows
 
 
 def _add_to_selection(numbers: list[int]) -> None:
@@ -22,9 +25,18 @@ def _add_to_selection(numbers: list[int]) -> None:
 
 
 def _chart_selected(key: str) -> None:
-    """on_select callback of a chart: its selected points join the selection."""
+    """on_select callback of a chart: its selected points join the selection; one clicked point opens."""
     points = st.session_state[key].selection.get("points", [])
-    _add_to_selection([int(p["customdata"][0]) for p in points if p.get("customdata")])
+    numbers = list(dict.fromkeys(int(p["customdata"][0]) for p in points if p.get("customdata")))
+    _add_to_selection(numbers)
+    if len(numbers) == 1:
+        open_trial(numbers[0])
+
+
+def open_trial(number: int) -> None:
+    """Show trial ``number`` in the Trial detail tab (from a callback, before the tabs are drawn)."""
+    st.session_state[DETAIL] = number
+    st.session_state[VIEW] = "Trial detail"
 
 
 def _table_selected(key: str, numbers_key: str) -> None:
@@ -48,7 +60,7 @@ def front_tab(data: StudyData, key: tuple) -> None:
     if not data.candidates:
         counts = data.frame["outcome"].value_counts().to_dict()
         st.info("No complete, feasible trial yet, so there is no Pareto front to draw "
-                f"({', '.join(f'{n} {k}' for k, n in counts.items()) or 'no trials'}). "
+                f"({', '.join(f'{n} {md(k)}' for k, n in counts.items()) or 'no trials'}). "
                 "The Trials and Trial detail tabs show what happened to each trial.")
         return
     metrics, knobs = data.metrics, data.varying_knobs
@@ -62,9 +74,10 @@ def front_tab(data: StudyData, key: tuple) -> None:
     st.plotly_chart(fig, key="front_chart", on_select=lambda: _chart_selected("front_chart"),
                     selection_mode=("points", "box", "lasso"))
     front = data.front([x, y])
-    st.caption(f"{len(front)} non-dominated trials on {x} × {y} (red, connected). Pruned, failed and infeasible "
+    st.caption(f"{len(front)} non-dominated trials on {md(x)} × {md(y)} (red, connected). Pruned, failed and infeasible "
                "trials are never on the front; a trial never trained is drawn at the edge of the metric's axis. "
-               "Click, box- or lasso-select points to add them to the selection (sidebar).")
+               "Click a point to open it in Trial detail; click, box- or lasso-select points to add them to the "
+               "selection (sidebar). Front points are labelled with their trial numbers.")
     if len(metrics) > 2:
         _more_objectives(data, metrics)
 
@@ -79,12 +92,33 @@ def _more_objectives(data: StudyData, metrics: list[str]) -> None:
     st.caption("Parallel coordinates of the complete, feasible trials; the Pareto front over all objectives in red.")
 
 
+@st.cache_data(ttl=600, max_entries=16, show_spinner=False)
+def _importances(study_key: tuple, url: str, _data: StudyData) -> pd.DataFrame:
+    return importance.knob_importances(url, _data)
+
+
+def importance_tab(data: StudyData, key: tuple, url: str) -> None:
+    try:
+        with st.spinner("Weighing the knobs (PED-ANOVA, once per load of the study)…"):
+            table = _importances(key, url, data)
+    except importance.TooFewTrials as exc:
+        st.info(f"Not enough trials yet: {md(exc)}. This view fills in as the sweep completes trials.")
+        return
+    for col, metric in zip(st.columns(len(data.metrics)), data.metrics):
+        col.plotly_chart(importance.importance_figure(table, metric), key=f"importance_chart_{metric}")
+    st.caption(f"How much each sampled knob decides whether a trial is among the best 10% on each objective "
+               f"(Optuna's PED-ANOVA evaluator over the {len(data.candidates)} complete, feasible trials; each "
+               "objective's importances sum to 1; conditional knobs count where they are set).")
+    st.dataframe(table.pivot(index="knob", columns="objective", values="importance")[data.metrics]
+                 .sort_values(data.metrics[0], ascending=False), key="importance_table")
+
+
 def hypervolume_tab(data: StudyData, key: tuple) -> None:
     if not data.candidates:
         st.info("Hypervolume needs at least one complete, feasible trial.")
         return
     st.plotly_chart(_hypervolume_figure(key, data), key="hypervolume_chart")
-    ref = ", ".join(f"{m} {v:g}" for m, v in zip(data.metrics, data.reference_point))
+    ref = ", ".join(f"{md(m)} {v:g}" for m, v in zip(data.metrics, data.reference_point))
     st.caption(f"Volume dominated by the complete, feasible trials up to each trial number, measured from the "
                f"reference point ({ref}): 0 for maximised metrics, 1.1 × the largest value for minimised costs "
                "(as `lwnas status`).")
@@ -99,7 +133,7 @@ def trials_tab(data: StudyData) -> None:
     mask = frame["outcome"].isin(chosen)
     for knob in knobs:
         values = sorted(frame[knob].unique(), key=str)
-        picked = st.multiselect(f"{knob} is one of", values, default=values, key=f"filter_value_{knob}")
+        picked = st.multiselect(f"{md(knob)} is one of", values, default=values, key=f"filter_value_{knob}")
         mask &= frame[knob].isin(picked)
     sortable = ["trial", *data.metrics, *[c for c in COST_METRICS if c in frame and c not in data.metrics]]
     c1, c2 = st.columns([2, 1])
@@ -124,16 +158,17 @@ def _costs_table(costs: dict[str, Any], constraints: dict[str, float]) -> pd.Dat
 
 def detail_tab(data: StudyData) -> None:
     numbers = [r.number for r in data.records]
-    default = (st.session_state.get(SELECTED) or [r.number for r in data.front()] or numbers)[0]
-    number = st.selectbox("Trial", numbers, index=numbers.index(default), key="detail_trial")
+    if st.session_state.get(DETAIL) not in data.by_number:  # first visit, or a trial of another study
+        st.session_state[DETAIL] = (st.session_state.get(SELECTED) or [r.number for r in data.front()] or numbers)[0]
+    number = st.selectbox("Trial", numbers, key=DETAIL)
     r = data.by_number[number]
-    st.subheader(f"Trial {r.number}: {r.outcome}")
+    st.subheader(f"Trial {r.number}: {md(r.outcome)}", anchor=False)
     if r.failure:
-        (st.warning if r.outcome == "infeasible" else st.error)(f"{r.outcome}: {r.failure}")
+        (st.warning if r.outcome == "infeasible" else st.error)(f"{md(r.outcome)}: {md(r.failure)}")
     cols = st.columns(len(data.metrics) + 2)
     for col, (i, m) in zip(cols, enumerate(data.metrics)):
         value = r.values[i] if r.values is not None else None
-        col.metric(m, "—" if value is None or value != value or abs(value) == float("inf") else f"{value:,.4g}")
+        col.metric(md(m), "—" if value is None or value != value or abs(value) == float("inf") else f"{value:,.4g}")
     cols[-2].metric("epochs", len(r.epochs))
     cols[-1].metric("wall time", f"{r.wall_time:.1f} s" if r.wall_time is not None else "—")
     left, right = st.columns(2)
@@ -143,8 +178,8 @@ def detail_tab(data: StudyData) -> None:
     right.dataframe(_costs_table(r.costs, r.constraints), hide_index=True)
     right.markdown("**Sampled knobs and training**")
     right.code(yaml.safe_dump({"params": r.params, "training": r.training}, sort_keys=False), language="yaml")
-    right.caption(f"state {r.state} · host {r.host or '—'} · seed config {r.seed_config or '—'} · "
-                  f"started {r.datetime_start or '—'} · finished {r.datetime_complete or '—'}")
+    right.caption(f"state {md(r.state)} · host {md(r.host or '—')} · seed config {md(r.seed_config or '—')} · "
+                  f"started {md(r.datetime_start or '—')} · finished {md(r.datetime_complete or '—')}")
     if r.epochs:
         st.markdown("**Learning curve**")
         st.plotly_chart(plots.learning_curve_figure({f"trial {r.number}": r.epochs}), key="detail_curve")
@@ -188,11 +223,12 @@ def export_tab(data: StudyData, url: str) -> None:
                 "(“Select the front” picks every non-dominated trial).")
         return
     download = export_download(url, data.name, exportable)
-    st.download_button(f"Download {download.file_name}", data=download.data, file_name=download.file_name,
+    st.download_button(f"Download {md(download.file_name)}", data=download.data, file_name=download.file_name,
                        mime=download.mime, key="export_download", on_click="ignore")
-    st.caption(f"{len(download.files)} configuration file(s), byte for byte what `lwnas export {data.name} "
-               f"--trials {','.join(map(str, sorted(exportable)))}` writes; train one with `lwnas train FILE "
-               f"--task {data.spec.get('task', 'TASK')}`.")
+    st.caption(f"{len(download.files)} configuration file(s), byte for byte what the first command below writes; "
+               "train one with the second.")
+    st.code(f"lwnas export {shlex.quote(data.name)} --trials {','.join(map(str, sorted(exportable)))}\n"
+            f"lwnas train FILE --task {shlex.quote(str(data.spec.get('task', 'TASK')))}", language="bash")
     first, text = next(iter(download.files.items()))
-    st.markdown(f"**{first}**")
+    st.markdown(f"**{md(first)}**")
     st.code(text, language="yaml")

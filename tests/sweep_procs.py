@@ -17,6 +17,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import optuna
@@ -117,6 +118,23 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
+
+def start_dashboard(url: str, tmp: Path, timeout: float = 90) -> tuple[subprocess.Popen, str, Path]:
+    """`lwnas dashboard --storage URL --port P` (the installed script) in a session of its own, once its
+    Streamlit server answers; (process, address, log). Stop it with kill_session."""
+    port, log = free_port(), tmp / f"dashboard-{time.monotonic_ns()}.log"
+    proc = start_proc(["lwnas", "dashboard", "--storage", url, "--port", str(port)], ROOT, proc_env(tmp), log)
+    address = f"http://127.0.0.1:{port}"
+
+    def healthy() -> bool:
+        try:
+            with urllib.request.urlopen(f"{address}/_stcore/health", timeout=2) as response:
+                return response.status == 200
+        except OSError:
+            return False
+
+    wait_for(healthy, timeout, f"answer from the dashboard on {address}", proc, log)  # first start imports a lot
+    return proc, address, log
 
 
 # ---- storage ----------------------------------------------------------------------------------------

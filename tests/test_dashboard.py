@@ -6,6 +6,9 @@ import base64
 import io
 import json
 import math
+import os
+import re
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -21,6 +24,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from dashboards.data import TrialCache, non_dominated  # noqa: E402
+from dashboards.plots import KNOB_COLOURS  # noqa: E402
 from dashboards.sample import seed_study  # noqa: E402
 from tuners.export import export_file_name, export_text  # noqa: E402
 from tuners.pareto import hypervolume_over_trials, pareto_front  # noqa: E402
@@ -67,6 +71,11 @@ def values(array) -> list:
     return list(array)
 
 
+def shown(text: str) -> str:
+    """Markdown source as the reader sees it (text from storage reaches the page backslash-escaped)."""
+    return re.sub(r"\\(.)", r"\1", text)
+
+
 def trials_table(at: AppTest):
     return next(df for df in at.dataframe if df.key == "trials_table").value
 
@@ -78,8 +87,8 @@ def trace_numbers(trace: dict) -> list[int]:
 def test_front_points_equal_best_trials(seeded, monkeypatch):
     url, study = seeded
     at = run_app(url, monkeypatch)
-    assert [t.label for t in at.tabs] == ["Pareto front", "Hypervolume", "Trials", "Trial detail", "Compare",
-                                          "Export"]
+    assert [t.label for t in at.tabs] == ["Pareto front", "Hypervolume", "Knob importance", "Trials",
+                                          "Trial detail", "Compare", "Export"]
     assert len(at.get("plotly_chart")) == 1 and all(df.key != "trials_table" for df in at.dataframe)  # one tab ran
     fig = chart(at, "front_chart")
     traces = {t["name"]: t for t in fig["data"]}
@@ -96,7 +105,9 @@ def test_front_points_equal_best_trials(seeded, monkeypatch):
     drawn = [n for name, t in traces.items() if name != "Pareto front" for n in trace_numbers(t)]
     assert sorted(drawn) == list(range(len(study.trials)))
     xs = values(traces["Pareto front"]["x"])
-    assert traces["Pareto front"]["mode"] == "lines+markers" and xs == sorted(xs)
+    assert traces["Pareto front"]["mode"] == "lines+markers+text" and xs == sorted(xs)
+    # front points carry their trial numbers as labels
+    assert traces["Pareto front"]["text"] == [str(n) for n in trace_numbers(traces["Pareto front"])]
     # hover shows the configuration: the template names each knob, customdata carries its value
     template, row = traces["Pareto front"]["hovertemplate"], traces["Pareto front"]["customdata"][0]
     config = study.trials[row[0]].user_attrs["config"]
@@ -118,6 +129,20 @@ def test_colour_by_knob_and_swapped_axes(seeded, monkeypatch):
     front = next(t for t in fig["data"] if t["name"] == "Pareto front")
     assert set(trace_numbers(front)) == {t.number for t in study.best_trials}
     assert fig["layout"]["xaxis"]["title"]["text"].startswith("accuracy")
+    # knob values get clearly different colours (not Streamlit's two blues)
+    colours = {t["name"].split(",")[0]: t["marker"]["color"] for t in fig["data"] if t["name"] != "Pareto front"}
+    assert colours.keys() == {"mean", "sketch"} and set(colours.values()) <= set(KNOB_COLOURS)
+    assert colours["mean"] != colours["sketch"]
+
+
+def test_layer_sharing_reads_as_in_the_study_file_and_cli(seeded, monkeypatch):
+    """The sampled value (``albert``), as ``lwnas status`` prints it, not the pattern it resolves to."""
+    url, study = seeded
+    at = run_app(url, monkeypatch, "Trials")
+    table = trials_table(at)
+    assert set(table["layer_sharing"]) == {"albert", "none"}
+    for t in study.trials:
+        assert table.set_index("trial").loc[t.number, "layer_sharing"] == t.params["layer_sharing"]
 
 
 def test_filters_and_sorting_change_the_table(seeded, monkeypatch):
@@ -202,12 +227,46 @@ def test_hypervolume_over_trials_with_reference_point(seeded, monkeypatch):
     assert "reference point: accuracy 0, params" in fig["layout"]["title"]["text"]
 
 
+def importances_by_optuna(study: optuna.Study, index: int, maximize: bool) -> dict[str, float]:
+    """Optuna's PED-ANOVA on the complete, feasible trials alone, one objective (lower is better)."""
+    feasible = [t for t in study.trials if t.user_attrs["outcome"] == "complete"]
+    alone = optuna.create_study(directions=study.directions)
+    alone.add_trials(feasible)
+    with warnings.catch_warnings():  # Optuna's reminder that lower targets count as better
+        warnings.simplefilter("ignore")
+        return optuna.importance.get_param_importances(
+            alone, evaluator=optuna.importance.PedAnovaImportanceEvaluator(),
+            target=lambda t: -t.values[index] if maximize else t.values[index])
+
+
+def test_knob_importance_per_objective_is_optunas_ped_anova(seeded, monkeypatch):
+    url, study = seeded
+    at = run_app(url, monkeypatch, "Knob importance")
+    for index, (metric, maximize) in enumerate([("accuracy", True), ("params", False)]):
+        bars = chart(at, f"importance_chart_{metric}")["data"][0]
+        shown_importance = dict(zip(bars["y"], values(bars["x"])))
+        expected = importances_by_optuna(study, index, maximize)
+        assert shown_importance.keys() == expected.keys() and {"d_model", "pooling", "groups"} <= expected.keys()
+        assert np.allclose([shown_importance[k] for k in expected], list(expected.values()))
+        assert math.isclose(sum(shown_importance.values()), 1.0)
+    table, = [df.value for df in at.dataframe if "study" not in df.value.columns]  # and a table of the figures
+    accuracy = importances_by_optuna(study, 0, True)
+    assert list(table.columns) == ["accuracy", "params"] and table.index[0] == max(accuracy, key=accuracy.get)
+
+
+def test_knob_importance_with_too_few_trials_says_so(tmp_path_factory, monkeypatch):
+    url, _ = _study(tmp_path_factory, "few", name="few", trials=4, outcome="complete")
+    at = run_app(url, monkeypatch, "Knob importance")
+    assert any("needs at least 10 complete, feasible trials" in shown(i.value) for i in at.info)
+    assert not at.get("plotly_chart")
+
+
 def test_trial_detail_shows_config_costs_curve_and_failure(seeded, monkeypatch):
     url, study = seeded
     at = run_app(url, monkeypatch, "Trial detail")
     failed = next(t for t in study.trials if t.user_attrs["outcome"] == "failed" and t.user_attrs["epochs"])
     at.selectbox(key="detail_trial").set_value(failed.number).run()
-    assert any(failed.user_attrs["failure"] in e.value for e in at.error)
+    assert any(failed.user_attrs["failure"] in shown(e.value) for e in at.error)
     assert any(f"d_model: {failed.user_attrs['config']['d_model']}" in c.value for c in at.code)
     curve = chart(at, "detail_curve")
     epochs = [e["epoch"] for e in failed.user_attrs["epochs"]]
@@ -216,7 +275,7 @@ def test_trial_detail_shows_config_costs_curve_and_failure(seeded, monkeypatch):
     assert f"{failed.user_attrs['costs']['params']:,}" in set(costs["value"])
     infeasible = next(t for t in study.trials if t.user_attrs["outcome"] == "infeasible")
     at.selectbox(key="detail_trial").set_value(infeasible.number).run()
-    assert any("breaks params" in w.value for w in at.warning)
+    assert any("breaks params" in shown(w.value) for w in at.warning)
     assert any("never trained an epoch" in i.value for i in at.info)
 
 
@@ -228,7 +287,10 @@ def test_compare_trials_side_by_side(seeded, monkeypatch):
     assert not at.exception
     table = next(df.value for df in at.dataframe if list(df.value.columns) == [f"trial {n}" for n in numbers])
     assert "accuracy" in table.index and "params" in table.index
-    assert len(chart(at, "compare_curves")["data"]) >= 3
+    curves = chart(at, "compare_curves")["data"]
+    assert len(curves) >= 3
+    colours = {t["name"]: t["line"]["color"] for t in curves}
+    assert len(set(colours.values())) == len(numbers) and set(colours.values()) <= set(KNOB_COLOURS)
 
 
 def test_more_than_two_objectives_get_3d_and_parallel_views(tmp_path_factory, monkeypatch):
@@ -251,6 +313,9 @@ def test_only_failed_trials_says_so_and_lists_them(tmp_path_factory, monkeypatch
     url, study = _study(tmp_path_factory, "failed", name="failed", trials=8, outcome="failed")
     at = run_app(url, monkeypatch)
     assert any("No complete, feasible trial yet" in i.value for i in at.info)
+    studies = next(df.value for df in at.dataframe if "state" in df.value.columns)
+    assert studies.set_index("study").loc["failed", "state"] == "failed"  # not "finished"
+    assert at.selectbox(key="study").options == ["failed · 8 trials · failed"]
     at.session_state["view"] = "Trials"
     at.run()
     assert not at.exception
@@ -271,13 +336,13 @@ def test_no_study_in_storage(tmp_path, monkeypatch):
 def test_unreachable_storage_is_a_clear_error(url, expected, monkeypatch):
     at = run_app(url, monkeypatch)
     messages = [e.value for e in at.error]
-    assert len(messages) == 1 and expected in messages[0] and "s3cret" not in messages[0]
+    assert len(messages) == 1 and expected in shown(messages[0]) and "s3cret" not in messages[0]
 
 
 def test_missing_sqlite_file_is_an_error_and_is_not_created(tmp_path, monkeypatch):
     path = tmp_path / "missing.db"
     at = run_app(f"sqlite:///{path}", monkeypatch)
-    assert any("no database at" in e.value for e in at.error)
+    assert any("no database at" in shown(e.value) for e in at.error)
     assert not path.exists()
 
 
@@ -347,7 +412,11 @@ def test_a_running_study_is_marked_and_refreshes_itself(tmp_path, monkeypatch):
     assert at.toggle(key="auto_refresh_live").value  # on while trials run
     assert any(m.value == "1" for m in at.metric if m.label == "running")
     study.tell(trial, [0.99, 1.0])  # finishes as the best trial: the next run shows it on the front
-    at.button(key="refresh").click().run()
+    at.run()  # what the auto-refresh does (no "Refresh now"): the sidebar's label follows the trials
+    assert not at.exception
+    studies = next(df.value for df in at.dataframe if "state" in df.value.columns)
+    assert studies.set_index("study").loc["live", "state"] == "finished"
+    assert at.selectbox(key="study").options == ["live · 7 trials · finished"]
     front = next(t for t in chart(at, "front_chart")["data"] if t["name"] == "Pareto front")
     assert trial.number in trace_numbers(front)
 
@@ -388,3 +457,53 @@ def test_browses_postgres_as_a_read_only_role(monkeypatch):
         admin.execute(f"REVOKE ALL ON DATABASE {database} FROM {role}")
         admin.execute(f"DROP ROLE {role}")
         admin.close()
+
+
+def test_sigterm_to_lwnas_dashboard_stops_its_streamlit_server(tmp_path):
+    """The installed command, stopped the way a service manager stops it: nothing it started survives,
+    and the terminal never shows the storage URL's password."""
+    import signal
+    import urllib.request
+
+    from sweep_procs import kill_session, session_pids, start_dashboard, tail, wait_for
+
+    url = "postgresql://lwnas:s3cret-dash@127.0.0.1:1/nowhere"  # the server starts without reaching it
+    proc, address, log = start_dashboard(url, tmp_path)
+    try:
+        server = [pid for pid in session_pids(proc.pid) if pid != proc.pid]
+        assert server, "lwnas dashboard started no Streamlit server"
+        os.kill(proc.pid, signal.SIGTERM)  # to `lwnas dashboard` alone, not its process group
+        assert proc.wait(timeout=30) == 0, tail(log)
+        wait_for(lambda: not session_pids(proc.pid), 15, "end of every process lwnas dashboard started")
+        with pytest.raises(OSError):
+            urllib.request.urlopen(f"{address}/_stcore/health", timeout=2)
+        output = log.read_text()
+        assert "postgresql://lwnas:***@127.0.0.1:1/nowhere" in output and "s3cret" not in output
+    finally:
+        kill_session(proc)
+
+
+def test_the_page_never_shows_the_storage_password(monkeypatch):
+    """A PostgreSQL URL with a password (trust authentication ignores it): no element on the page has it."""
+    import uuid
+
+    from sqlalchemy.engine import make_url
+    from sweep_procs import PG_URL, postgres_or_skip
+
+    postgres_or_skip()
+    name = f"lwnas-test-dash-{uuid.uuid4().hex[:8]}"
+    seed_study(PG_URL, name=name, trials=12, seed=2)
+    secret = "pw-" + uuid.uuid4().hex[:8]
+    url = make_url(PG_URL).set(password=secret).render_as_string(hide_password=False)
+    try:
+        monkeypatch.setenv("LWNAS_STORAGE", url)
+        at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+        at.session_state["study"] = name
+        at.run()
+        assert not at.exception and at.title[0].value == name.replace("-", "\\-")
+        kinds = ("title", "caption", "markdown", "info", "error", "warning", "code", "selectbox", "metric",
+                 "plotly_chart", "dataframe")
+        page = "".join(str(el.proto) for kind in kinds for el in at.get(kind))
+        assert secret not in page and ":***@" in shown(at.sidebar.caption[0].value)
+    finally:
+        optuna.delete_study(study_name=name, storage=PG_URL)

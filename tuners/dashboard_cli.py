@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -16,6 +18,7 @@ from .storage import DEFAULT_STORAGE, masked
 from .sweep_cli import Storage
 
 err = Console(stderr=True, soft_wrap=True)
+STOP_GRACE_S = 10  # how long the server gets to stop before it is killed
 
 
 def app_path() -> Path:
@@ -52,8 +55,36 @@ def dashboard(
     env = {**os.environ, "LWNAS_STORAGE": storage}
     err.print(f"dashboard on http://{escape(host)}:{port} over {escape(masked(storage))} (Ctrl-C stops it)",
               highlight=False)
+    raise typer.Exit(serve(streamlit_command(port, host), env))
+
+
+def serve(command: list[str], env: dict[str, str]) -> int:
+    """Run the Streamlit server until it exits; SIGTERM or SIGINT to this process stops the server too (by
+    default SIGTERM would end only this process and leave the server running, port and all)."""
+    stopped_at: list[float] = []  # when a stop was asked for
+    children: list[subprocess.Popen] = []
+
+    def stop(_signum: int, _frame: object) -> None:
+        stopped_at.append(time.monotonic())
+        for child in children:
+            if child.poll() is None:
+                child.terminate()  # Streamlit shuts down cleanly on SIGTERM
+
+    # the handlers go in first: a signal that arrives while the server starts still reaches it
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
-        code = subprocess.call(streamlit_command(port, host), env=env)
-    except KeyboardInterrupt:
-        code = 0
-    raise typer.Exit(code)
+        child = subprocess.Popen(command, env=env)
+        children.append(child)
+        if stopped_at:
+            child.terminate()
+        while True:
+            try:
+                code = child.wait(timeout=1.0)
+                break
+            except subprocess.TimeoutExpired:
+                if stopped_at and time.monotonic() - stopped_at[0] > STOP_GRACE_S:
+                    child.kill()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    return 0 if stopped_at else code  # stopping the server on request is its normal end
