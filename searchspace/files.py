@@ -3,7 +3,7 @@
 Besides the knobs, a file may carry metadata sections that are not part of the architecture:
 ``reference`` (the published figures a paper-table row should reproduce), ``training``
 (training hyperparameters) and ``provenance`` (where an exported configuration came from).
-YAML is read with ``yaml.safe_load``: no arbitrary object construction.
+YAML is read with the study files' loader (``yamlsource``): no object construction, no duplicate keys.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import yaml
 
 from .config import ArchConfig, knob_names
 from .errors import ConfigError, did_you_mean
-from .yamlsource import StudyLoader
+from .training import training_problems
+from .yamlsource import YamlProblem, line_of, load_located
 
 METADATA_SECTIONS = ("reference", "training", "provenance")
 
@@ -42,24 +43,25 @@ def load_config_file(path: str | Path) -> ConfigFile:
     """Read and validate one configuration file; every problem is reported at once."""
     path = Path(path)
     try:
-        data = yaml.load(path.read_text(), Loader=StudyLoader)  # safe: a SafeLoader subclass
+        data, lines = load_located(path)  # safe loader; duplicate keys refused; remembers lines
     except FileNotFoundError:
         raise ConfigFileError([(str(path), "no such file")]) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise ConfigFileError([(where, f"not valid YAML: {getattr(exc, 'problem', exc)}")]) from None
+    except YamlProblem as exc:
+        raise ConfigFileError([(f"{path}:{exc.line}" if exc.line else str(path), exc.message)]) from None
     if not isinstance(data, dict):
         raise ConfigFileError([(str(path), f"expected a mapping of knobs, got {type(data).__name__}")])
+    # A bad training value would fail the run only after the data is loaded: refuse it here, with its line.
+    training = [(f"{path}:{line_of(lines, where)}: {'.'.join(map(str, where))}", message)
+                for where, message in training_problems(data.get("training"))]
     metadata = {k: data.pop(k) for k in METADATA_SECTIONS if k in data}
     allowed = (*knob_names(), *METADATA_SECTIONS)
     unknown = [(f"{path}: {k}", f"unknown key{did_you_mean(k, allowed)}") for k in data if k not in allowed]
     try:
         config = ArchConfig.from_dict({k: v for k, v in data.items() if k in knob_names()})
     except ConfigError as exc:
-        raise ConfigFileError(unknown + [(f"{path}: {k}", m) for k, m in exc.problems]) from None
-    if unknown:
-        raise ConfigFileError(unknown)
+        raise ConfigFileError(unknown + [(f"{path}: {k}", m) for k, m in exc.problems] + training) from None
+    if unknown or training:
+        raise ConfigFileError(unknown + training)
     return ConfigFile(path, config, metadata)
 
 
