@@ -1,5 +1,5 @@
-"""Helpers for the tests that run real sweeps: `lwnas` processes in sessions of their own, and
-the trials they leave in Optuna's storage.
+"""Helpers for the tests that run real sweeps and the dashboard: `lwnas` processes in sessions of
+their own, and the trials they leave in Optuna's storage.
 
 Every process gets its own session (``start_new_session``), and clean-up kills exactly the processes
 of that session (Ray's workers put themselves in process groups of their own but stay in the
@@ -17,6 +17,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import optuna
@@ -116,6 +117,32 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+DASHBOARD_START_S = 90  # the first start imports streamlit, plotly and torch on a small, busy machine
+
+
+def healthy(address: str) -> bool:
+    """Whether Streamlit answers on its health endpoint."""
+    try:
+        with urllib.request.urlopen(f"{address}/_stcore/health", timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def start_dashboard(url: str, cwd: Path, env: dict, log: Path) -> tuple[subprocess.Popen, str]:
+    """`lwnas dashboard --storage URL --port P` as a user types it; returns once it answers on its
+    health endpoint (stop it with ``kill_session``)."""
+    port = free_port()
+    proc = start_proc(["lwnas", "dashboard", "--storage", url, "--port", str(port)], cwd, env, log)
+    address = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: healthy(address), DASHBOARD_START_S, f"answer on {address}/_stcore/health", proc, log)
+    except BaseException:
+        kill_session(proc)
+        raise
+    return proc, address
 
 
 
