@@ -22,6 +22,8 @@ from .base import Split, Task, batches
 
 
 def _read(path: Path) -> dict[str, np.ndarray]:
+    if not path.exists():
+        raise ValueError(f"features: no such data file {path}")
     if path.is_dir():
         arrays = {p.stem: np.load(p) for p in path.glob("*.npy")}
     elif path.suffix == ".npz":
