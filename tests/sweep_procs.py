@@ -76,6 +76,12 @@ def kill_session(proc: subprocess.Popen, timeout: float = 30) -> None:
         time.sleep(0.2)
 
 
+def lwnas(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run the installed `lwnas` script in ``cwd`` as a user types it; output captured as text."""
+    return subprocess.run(["lwnas", *map(str, args)], cwd=cwd, env={**proc_env(cwd), "COLUMNS": "200"},
+                          capture_output=True, text=True, timeout=timeout)
+
+
 def start_proc(cmd: list[str], cwd: Path, env: dict, log: Path) -> subprocess.Popen:
     with open(log, "wb") as out:
         return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,

@@ -7,14 +7,12 @@ lists every class with its test; the last test here checks that each listed test
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from sweep_procs import ROOT, proc_env
+from sweep_procs import ROOT, lwnas
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 GOOD = "family: encoder\nd_model: 32\nheads: 4\nlayers: 1\ntraining: {epochs: 1}\n"
@@ -64,8 +62,7 @@ CASES = [
 def test_bad_input_is_one_line(tmp_path, case):
     for name, text in case.files.items():
         (tmp_path / name).write_text(text)
-    result = subprocess.run(["lwnas", *case.args], cwd=tmp_path, env={**proc_env(tmp_path), "COLUMNS": "200"},
-                            capture_output=True, text=True, timeout=120)
+    result = lwnas(tmp_path, *case.args)
     output = ANSI.sub("", result.stdout + result.stderr)
     assert result.returncode == case.exit_code, output
     assert case.seen in output, output
@@ -76,8 +73,7 @@ def test_bad_input_is_one_line(tmp_path, case):
 def test_features_data_without_labels_names_what_it_has(tmp_path):
     (tmp_path / "c.yaml").write_text(GOOD)
     np.savez(tmp_path / "data.npz", regions=np.zeros((4, 2, 3), dtype=np.float32))
-    result = subprocess.run(["lwnas", "train", "c.yaml", "--task", "features", "--data", "data.npz"], cwd=tmp_path,
-                            env=proc_env(tmp_path), capture_output=True, text=True, timeout=120)
+    result = lwnas(tmp_path, "train", "c.yaml", "--task", "features", "--data", "data.npz")
     assert result.returncode == 1 and "error features: data.npz lacks `labels` (has: regions)" in result.stderr
 
 

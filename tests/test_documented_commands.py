@@ -4,13 +4,12 @@ option it uses, checked against the command tree the installed `lwnas` script ru
 from __future__ import annotations
 
 import copy
-import subprocess
 
 import pytest
 import typer
 
 from documented import ROOT, Invocation, documented_files, invocations, problems
-from sweep_procs import proc_env
+from sweep_procs import lwnas
 from tuners.cli import app
 
 
@@ -21,8 +20,7 @@ def tree():
 
 def test_the_script_runs_this_tree(tmp_path, tree):
     """The installed `lwnas` lists the same commands as the tree the checks read."""
-    result = subprocess.run(["lwnas", "--help"], cwd=tmp_path, env={**proc_env(tmp_path), "COLUMNS": "200"},
-                            capture_output=True, text=True, timeout=120)
+    result = lwnas(tmp_path, "--help")
     assert result.returncode == 0, result.stderr
     for name in tree.list_commands(None):
         assert f" {name} " in result.stdout, (name, result.stdout)

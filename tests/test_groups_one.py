@@ -7,9 +7,6 @@ with grouping on.
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 import optuna
 
 from searchspace.convert import optuna_search_space, to_nni
@@ -17,7 +14,7 @@ from searchspace.space import SearchSpace
 from searchspace.study import load_study
 from tuners.study_check import task_family
 
-from sweep_procs import proc_env
+from sweep_procs import lwnas
 
 STUDY = """\
 task: digits
@@ -30,11 +27,6 @@ space:
   g_ffn: {choice: [true, false]}
   weight_sharing: {choice: [true, false]}
 """
-
-
-def lwnas(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["lwnas", *args], cwd=tmp_path, env=proc_env(tmp_path), capture_output=True, text=True,
-                          timeout=120)
 
 
 def test_groups_one_is_accepted_by_space_validate(tmp_path):

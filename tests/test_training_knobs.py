@@ -19,7 +19,7 @@ from searchspace.errors import ConfigError
 from searchspace.training import TRAINING, TRAINING_DEFAULTS, TRAINING_KNOBS
 from trainers.loop import TrainSettings
 
-from sweep_procs import proc_env
+from sweep_procs import lwnas
 
 REPO = Path(__file__).resolve().parents[1]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -33,12 +33,6 @@ BAD = [
     ("schedule: cosine-restarts", "schedule", "must be one of cosine, step, noam, constant", "got 'cosine-restarts'"),
     ("batch_size: true", "batch_size", "must be an integer >= 1", "got True"),
 ]
-
-
-def lwnas(tmp_path: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run the installed `lwnas` script in ``tmp_path``."""
-    return subprocess.run(["lwnas", *args], cwd=tmp_path, env=proc_env(tmp_path), capture_output=True, text=True,
-                          timeout=timeout)
 
 
 def study_with(*lines: str) -> str:

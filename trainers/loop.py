@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, make_dataclass
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -57,10 +57,11 @@ def _settings_from_dict(cls: type, data: Mapping[str, Any] | None) -> Any:
 # and checks come from the one table in searchspace.training, so the study checker, `lwnas train`
 # and the sweep's workers cannot disagree about a value.
 TrainSettings = make_dataclass(
-    "TrainSettings", [(k.name, k.type if k.default is not None else Optional[k.type], field(default=k.default))
-                      for k in TRAINING],
+    "TrainSettings",
+    [(k.name, k.type if k.default is not None else k.type | None, field(default=k.default)) for k in TRAINING],
     frozen=True,
-    namespace={"__module__": __name__, "__doc__": "Training hyperparameters (the ``training`` section of a configuration file).",
+    namespace={"__module__": __name__,
+               "__doc__": "Training hyperparameters (the ``training`` section of a configuration file).",
                "__post_init__": _check_settings, "from_dict": classmethod(_settings_from_dict),
                "to_dict": lambda self: asdict(self)})
 
