@@ -88,8 +88,8 @@ def browser_runs(url: str) -> dict[str, float]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-c", "import typer; from tuners.dashboard_cli import dashboard; "
-                               "typer.run(dashboard)", "--storage", url, "--port", str(port)],
+    lwnas = str(Path(sys.executable).parent / "lwnas")  # the installed script, as a user starts it
+    server = subprocess.Popen([lwnas, "dashboard", "--storage", url, "--port", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     options = Options()
     options.binary_location = "/usr/bin/chromium"
@@ -103,7 +103,11 @@ def browser_runs(url: str) -> dict[str, float]:
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2)
                 break
             except OSError:
+                if server.poll() is not None:
+                    raise SystemExit(f"lwnas dashboard exited with {server.returncode}") from None
                 time.sleep(0.5)
+        else:
+            raise SystemExit("lwnas dashboard never answered on /_stcore/health")
         driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
         out = {}
         for label in ("browser_first_visit_s", "browser_reload_s"):

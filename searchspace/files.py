@@ -18,7 +18,8 @@ import yaml
 
 from .config import ArchConfig, knob_names
 from .errors import ConfigError, did_you_mean
-from .yamlsource import YamlProblem, load_located
+from .training import training_problems
+from .yamlsource import YamlProblem, line_of, load_located
 
 METADATA_SECTIONS = ("reference", "task", "task_options", "training", "provenance")
 STUDY_KEYS = ("space", "objectives")  # keys only a study file has
@@ -45,7 +46,7 @@ def load_config_file(path: str | Path) -> ConfigFile:
     """Read and validate one configuration file; every problem is reported at once."""
     path = Path(path)
     try:
-        data, _ = load_located(path)  # safe tags only, duplicate keys refused, size/depth/aliases bounded
+        data, lines = load_located(path)  # safe tags only, duplicate keys refused, size/depth/aliases bounded
     except FileNotFoundError:
         raise ConfigFileError([(str(path), "no such file")]) from None
     except YamlProblem as exc:
@@ -55,15 +56,18 @@ def load_config_file(path: str | Path) -> ConfigFile:
     if any(k in data for k in STUDY_KEYS):
         raise ConfigFileError([(str(path), "this is a study file (it has a search `space`), not one configuration; "
                                            "use `lwnas sweep` to search it, or `lwnas space show|sample|validate`")])
+    # A bad training value would fail the run only after the data is loaded: refuse it here, with its line.
+    training = [(f"{path}:{line_of(lines, where)}: {'.'.join(map(str, where))}", message)
+                for where, message in training_problems(data.get("training"))]
     metadata = {k: data.pop(k) for k in METADATA_SECTIONS if k in data}
     allowed = (*knob_names(), *METADATA_SECTIONS)
     unknown = [(f"{path}: {k}", f"unknown key{did_you_mean(k, allowed)}") for k in data if k not in allowed]
     try:
         config = ArchConfig.from_dict({k: v for k, v in data.items() if k in knob_names()})
     except ConfigError as exc:
-        raise ConfigFileError(unknown + [(f"{path}: {k}", m) for k, m in exc.problems]) from None
-    if unknown:
-        raise ConfigFileError(unknown)
+        raise ConfigFileError(unknown + [(f"{path}: {k}", m) for k, m in exc.problems] + training) from None
+    if unknown or training:
+        raise ConfigFileError(unknown + training)
     return ConfigFile(path, config, metadata)
 
 

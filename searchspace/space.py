@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .conditions import Condition, is_member
+from .conditions import Condition, is_member, same_value
 from .config import FAMILIES, FAMILY_DEFAULTS, ArchConfig, knob_names, type_problems
 from .domains import SPEC_KEYS, Choice, Domain, DomainError, Fixed, FloatRange, IntRange, parse_domain
 from .errors import LwnasError, did_you_mean
@@ -70,6 +70,7 @@ class Knob:
     implied: Condition | None = None  # the architecture's activation rule
     default: Any = None  # the value where `when` does not hold
     neutral: Any = None  # the value where the implied activation rule does not hold
+    written: Domain | None = None  # the domain as the study wrote it, where `domain` leaves values out
 
     @property
     def searched(self) -> bool:
@@ -124,7 +125,7 @@ class SearchSpace:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for knob in self.knobs:
-            spec = knob.domain.to_dict()
+            spec = (knob.written or knob.domain).to_dict()
             if knob.when is not None:
                 spec = spec if isinstance(spec, dict) else {"value": spec}
                 spec["when"] = knob.when.to_dict()
@@ -211,6 +212,9 @@ class SearchSpace:
             knob = by_name.get(name)
             if knob is None:
                 problems.append((name, f"is not in the space{did_you_mean(name, self.names)}"))
+            elif knob.written is not None and knob.written.contains(value) and not knob.domain.contains(value):
+                problems.append((name, f"`{name}: {value}` means no grouping: leave `{name}` out and set "
+                                       "g_mha and g_ffn to false"))
             elif not knob.domain.contains(value):
                 problems.append((name, f"{value!r} is outside its domain ({knob.domain.describe()})"))
         if problems:
@@ -322,7 +326,22 @@ def _parse_knob(name: str, spec: Any, family: str, problems: list[Problem]) -> K
     implied, neutral = IMPLIED.get(name, (None, None))
     if default is None:
         default = _base_default(name, family)
-    return Knob(name, domain, when, implied, default, neutral)
+    searched = _without_no_grouping(domain) if name == "groups" else domain
+    return Knob(name, searched, when, implied, default, neutral, written=domain if searched != domain else None)
+
+
+def _without_no_grouping(domain: Domain) -> Domain:
+    """``groups`` without k = 1 where it has other values: k = 1 is "no grouping" (LW-Transformer's baseline).
+
+    `groups` is active only where g_mha or g_ffn is on, and there k must be >= 2; the points with
+    k = 1 are those with both off, where `groups` takes its neutral 1. Leaving 1 out of the searched
+    domain keeps every point valid and trains no point twice.
+    """
+    if isinstance(domain, Choice) and len(domain.choices) > 1 and is_member(1, domain.choices):
+        return Choice(tuple(c for c in domain.choices if not same_value(c, 1)))
+    if isinstance(domain, IntRange) and domain.low == 1 and domain.high > 1:
+        return IntRange(1 + domain.step, domain.high, domain.step, domain.log and domain.step == 1)
+    return domain
 
 
 def _domain_key(spec: Any) -> str | None:

@@ -75,6 +75,11 @@ def _condition_problems(space: SearchSpace) -> list[Problem]:
         if knob.condition is None or problems:
             continue
         reads = _closure(space, set(knob.condition.knobs))
+        if knob.written is not None and all(_active(knob, v) for v, _ in _combinations(space, reads)):
+            left_out = [show_value(v) for v in knob.written.values() if not knob.domain.contains(v)]
+            problems.append((("space", knob.name), f"`{knob.name}: {', '.join(left_out)}` means no grouping, but "
+                                                   f"every point here groups ({knob.condition.describe()} always "
+                                                   "holds): remove it or let g_mha and g_ffn be false"))
         if not any(_active(knob, values) for values, _ in _combinations(space, reads)):
             if knob.searched or (knob.implied is not None and not same_value(knob.domain.value, knob.neutral)):
                 problems.append((("space", knob.name),

@@ -17,7 +17,7 @@ from typing import Any
 from .config import FAMILIES
 from .errors import ConfigError, did_you_mean
 from .space import SearchSpace, SpaceError
-from .training import TRAINING_KNOBS
+from .training import STUDY_TRAINING_KEYS, training_value_problem
 from .yamlsource import YamlProblem, line_of, load_located, loads_located
 
 COST_METRICS = ("params", "madds", "memory")
@@ -26,7 +26,6 @@ SAMPLERS = ("nsga2", "tpe", "gp", "random", "nni-tpe", "nni-evolution")
 SCHEDULERS = ("none", "mo-asha")
 TOP_KEYS = ("name", "description", "task", "task_options", "family", "objectives", "constraints", "budget",
             "tuner", "seed_configs", "training", "space")
-FIXED_TRAINING_KEYS = (*TRAINING_KNOBS, "threads", "device", "amp", "divergence_factor")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 FamilyOf = Callable[[str], "str | None"]
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
@@ -347,10 +346,12 @@ def _training(raw: Any, space: Any, problems: list) -> dict[str, Any]:
             problems.append((where, "epochs per trial are set in `budget: {epochs: N}`"))
         elif key == "seed":
             problems.append((where, "the seed is set in `tuner: {seed: N}` (each trial derives its own)"))
-        elif key not in FIXED_TRAINING_KEYS:
-            problems.append((where, f"unknown training setting{did_you_mean(str(key), FIXED_TRAINING_KEYS)}"))
+        elif key not in STUDY_TRAINING_KEYS:
+            problems.append((where, f"unknown training setting{did_you_mean(str(key), STUDY_TRAINING_KEYS)}"))
         elif isinstance(space, Mapping) and key in space:
             problems.append((where, f"`{key}` is also in `space`; set it in one place"))
+        elif (message := training_value_problem(key, value)) is not None:
+            problems.append((where, message))
         else:
             out[key] = value
     return out

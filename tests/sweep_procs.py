@@ -1,5 +1,5 @@
-"""Helpers for the tests that run real sweeps: `lwnas` processes in sessions of their own, and
-the trials they leave in Optuna's storage.
+"""Helpers for the tests that run real sweeps and the dashboard: `lwnas` processes in sessions of
+their own, and the trials they leave in Optuna's storage.
 
 Every process gets its own session (``start_new_session``), and clean-up kills exactly the processes
 of that session (Ray's workers put themselves in process groups of their own but stay in the
@@ -76,6 +76,12 @@ def kill_session(proc: subprocess.Popen, timeout: float = 30) -> None:
         time.sleep(0.2)
 
 
+def lwnas(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run the installed `lwnas` script in ``cwd`` as a user types it; output captured as text."""
+    return subprocess.run(["lwnas", *map(str, args)], cwd=cwd, env={**proc_env(cwd), "COLUMNS": "200"},
+                          capture_output=True, text=True, timeout=timeout)
+
+
 def start_proc(cmd: list[str], cwd: Path, env: dict, log: Path) -> subprocess.Popen:
     with open(log, "wb") as out:
         return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
@@ -119,22 +125,31 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_dashboard(url: str, tmp: Path, timeout: float = 90) -> tuple[subprocess.Popen, str, Path]:
-    """`lwnas dashboard --storage URL --port P` (the installed script) in a session of its own, once its
-    Streamlit server answers; (process, address, log). Stop it with kill_session."""
-    port, log = free_port(), tmp / f"dashboard-{time.monotonic_ns()}.log"
-    proc = start_proc(["lwnas", "dashboard", "--storage", url, "--port", str(port)], ROOT, proc_env(tmp), log)
+DASHBOARD_START_S = 90  # the first start imports streamlit, plotly and torch on a small, busy machine
+
+
+def healthy(address: str) -> bool:
+    """Whether Streamlit answers on its health endpoint."""
+    try:
+        with urllib.request.urlopen(f"{address}/_stcore/health", timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def start_dashboard(url: str, cwd: Path, env: dict, log: Path) -> tuple[subprocess.Popen, str]:
+    """`lwnas dashboard --storage URL --port P` as a user types it; returns once it answers on its
+    health endpoint (stop it with ``kill_session``)."""
+    port = free_port()
+    proc = start_proc(["lwnas", "dashboard", "--storage", url, "--port", str(port)], cwd, env, log)
     address = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: healthy(address), DASHBOARD_START_S, f"answer on {address}/_stcore/health", proc, log)
+    except BaseException:
+        kill_session(proc)
+        raise
+    return proc, address
 
-    def healthy() -> bool:
-        try:
-            with urllib.request.urlopen(f"{address}/_stcore/health", timeout=2) as response:
-                return response.status == 200
-        except OSError:
-            return False
-
-    wait_for(healthy, timeout, f"answer from the dashboard on {address}", proc, log)  # first start imports a lot
-    return proc, address, log
 
 
 # ---- storage ----------------------------------------------------------------------------------------

@@ -465,10 +465,11 @@ def test_sigterm_to_lwnas_dashboard_stops_its_streamlit_server(tmp_path):
     import signal
     import urllib.request
 
-    from sweep_procs import kill_session, session_pids, start_dashboard, tail, wait_for
+    from sweep_procs import kill_session, proc_env, session_pids, start_dashboard, tail, wait_for
 
     url = "postgresql://lwnas:s3cret-dash@127.0.0.1:1/nowhere"  # the server starts without reaching it
-    proc, address, log = start_dashboard(url, tmp_path)
+    log = tmp_path / "dashboard.log"
+    proc, address = start_dashboard(url, tmp_path, proc_env(tmp_path), log)
     try:
         server = [pid for pid in session_pids(proc.pid) if pid != proc.pid]
         assert server, "lwnas dashboard started no Streamlit server"

@@ -10,20 +10,15 @@ from __future__ import annotations
 import datetime as dt
 import os
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pytest
+from sweep_procs import kill_session, proc_env, start_dashboard
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-ROOT = Path(__file__).resolve().parent.parent
 
 if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
     pytest.skip("needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver)",
@@ -31,33 +26,12 @@ if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
 pytest.importorskip("streamlit")
 webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium (pip install -e '.[test]')")
 
-SERVER_START_S = 90  # the first start imports streamlit, plotly and torch on a small, busy machine
 PLOT_WAIT_S = 120
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_healthy(url: str, proc: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + SERVER_START_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"lwnas dashboard exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    pytest.fail(f"the dashboard did not answer on {url} within {SERVER_START_S} s:\n{log.read_text()[-3000:]}")
 
 
 @pytest.fixture
 def served(tmp_path):
-    """`lwnas dashboard` (the real command, through Typer) over a seeded SQLite study on a free port."""
+    """`lwnas dashboard --storage URL --port P` (the installed script) over a seeded SQLite study."""
     import optuna
 
     from dashboards.sample import seed_study
@@ -65,23 +39,11 @@ def served(tmp_path):
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     url = f"sqlite:///{tmp_path / 'lwnas.db'}"
     seed_study(url, name="browser", trials=80, seed=5)
-    port = free_port()
-    log = tmp_path / "server.log"
-    command = [sys.executable, "-c", "import typer; from tuners.dashboard_cli import dashboard; typer.run(dashboard)",
-               "--storage", url, "--port", str(port)]
-    with log.open("w") as out:
-        proc = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**os.environ, "PYTHONPATH": str(ROOT)})
-    address = f"http://127.0.0.1:{port}"
+    proc, address = start_dashboard(url, tmp_path, proc_env(tmp_path), tmp_path / "server.log")
     try:
-        wait_healthy(address, proc, log)
         yield address
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)  # the command and the streamlit server it started
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        kill_session(proc)  # the command and the streamlit server it started
 
 
 @pytest.fixture
@@ -165,12 +127,10 @@ def trap():
 @pytest.fixture
 def lwnas_dashboard(tmp_path):
     """Start `lwnas dashboard --storage URL --port P` (as a user does); every one started is stopped after."""
-    from sweep_procs import kill_session, start_dashboard
-
     started = []
 
     def start(url: str) -> str:
-        proc, address, _ = start_dashboard(url, tmp_path, timeout=SERVER_START_S)
+        proc, address = start_dashboard(url, tmp_path, proc_env(tmp_path), tmp_path / f"server-{len(started)}.log")
         started.append(proc)
         return address
 

@@ -576,6 +576,69 @@ def test_tuner(tmp_path, case):
         space:
           lr: {float: [1.0e-4, 1.0e-2]}
         """, "training.lr", "lr: 0.001", ("`lr` is also in `space`; set it in one place",)),
+    Case("threads-not-a-number", """
+        task: digits
+        objectives: [accuracy]
+        training:
+          threads: many
+        space: {d_model: 32}
+        """, "training.threads", "threads: many", ("must be an integer >= 1 or null", "got 'many'")),
+    Case("grad-clip-negative", """
+        task: digits
+        objectives: [accuracy]
+        training:
+          grad_clip: -3
+        space: {d_model: 32}
+        """, "training.grad_clip", "grad_clip: -3", ("must be a finite number >= 0", "got -3")),
+    Case("batch-size-zero", """
+        task: digits
+        objectives: [accuracy]
+        training:
+          batch_size: 0
+        space: {d_model: 32}
+        """, "training.batch_size", "batch_size: 0", ("must be an integer >= 1", "got 0")),
+    Case("lr-nan", """
+        task: digits
+        objectives: [accuracy]
+        training:
+          lr: .nan
+        space: {d_model: 32}
+        """, "training.lr", "lr: .nan", ("must be a finite number > 0", "got nan")),
+    Case("schedule-unknown", """
+        task: digits
+        objectives: [accuracy]
+        training:
+          schedule: cosine-restarts
+        space: {d_model: 32}
+        """, "training.schedule", "schedule: cosine-restarts", ("must be one of cosine, step, noam, constant", "got 'cosine-restarts'")),
+    Case("batch-size-bool", """
+        task: digits
+        objectives: [accuracy]
+        training:
+          batch_size: true
+        space: {d_model: 32}
+        """, "training.batch_size", "batch_size: true", ("must be an integer >= 1", "got True")),
+    Case("device-unknown", """
+        task: digits
+        objectives: [accuracy]
+        training:
+          device: gpu
+        space: {d_model: 32}
+        """, "training.device", "device: gpu", ("must be one of auto, cpu, cuda", "got 'gpu'")),
+    Case("divergence-factor", """
+        task: digits
+        objectives: [accuracy]
+        training:
+          divergence_factor: 0.5
+        space: {d_model: 32}
+        """, "training.divergence_factor", "divergence_factor: 0.5", ("must be a finite number > 1", "got 0.5")),
+    Case("not-a-mapping-value", """
+        task: digits
+        objectives: [accuracy]
+        training:
+          amp: 'yes'
+        space: {d_model: 32}
+        """, "training.amp", "amp: 'yes'", ("must be true or false", "got 'yes'")),
 )
 def test_training(tmp_path, case):
     run_case(tmp_path, case)
@@ -603,7 +666,7 @@ def space(body: str) -> str:
     Case("wrong-type-in-choice", space('heads: {choice: [4, "eight"]}'), "space.heads.choice", "heads",
          ("must be an integer, got 'eight'",)),
     Case("wrong-training-value", space("lr: {choice: [0.001, -1]}"), "space.lr.choice", "lr:",
-         ("must be a number > 0, got -1",)),
+         ("must be a finite number > 0, got -1",)),
     Case("float-end-point-outside-rule", space("dropout: {float: [0, 1]}"), "space.dropout.float", "dropout",
          ("must be a number in [0, 1), got 1.0",)),
     Case("empty-choice", space("d_model: {choice: []}"), "space.d_model.choice", "d_model",

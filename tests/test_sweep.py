@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 import uuid
 from dataclasses import dataclass
@@ -284,4 +285,13 @@ def test_a_trial_that_raises_or_diverges_fails_alone(tmp_path):
     counted = [t for t in s.trials.values() if outcome(t) in COUNTED]
     assert len(counted) == budget
     assert all(outcome(t) == "complete" for t in counted if t.params["d_model"] == 32), summary(s.trials)
-    assert "failed" in s.output
+    # the terminal: one line per failed trial with its reason and the log file; no traceback
+    assert "Traceback" not in s.output and "Trials did not complete" not in s.output, s.output[-4000:]
+    raised_line = re.search(rf"trial {raised.number} failed \(RuntimeError: cursed plugin: d_model 16 raises; "
+                            r"full log: (\S+sweep\.log)\)", s.output)
+    assert raised_line, s.output[-4000:]
+    assert re.search(rf"trial {nan.number} failed \(training failed in epoch 1: non-finite loss.*; full log: ",
+                     s.output), s.output[-4000:]
+    log = Path(raised_line[1]).read_text()
+    assert "Traceback (most recent call last)" in log and "cursed plugin: d_model 16 raises" in log
+    assert f"trial {nan.number} failed: training failed in epoch 1" in log

@@ -12,19 +12,18 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, make_dataclass
 from typing import Any
 
 import torch
 
 from searchspace import ArchConfig, ConfigError, build_model
-from searchspace.errors import LwnasError, did_you_mean
-from searchspace.training import SCHEDULES
+from searchspace.errors import LwnasError
+from searchspace.training import TRAINING, training_problems
 
 from .cost import cost
 from .tasks import Task, adapt_config, batches, split_size
-
 
 
 class TrainingError(LwnasError, RuntimeError):
@@ -39,52 +38,32 @@ class StopTraining(Exception):
     """Raised by an epoch callback to end training early (e.g. a scheduler stopped the trial)."""
 
 
-@dataclass(frozen=True)
-class TrainSettings:
-    """Training hyperparameters (the ``training`` section of a configuration file)."""
+def _check_settings(self: Any) -> None:
+    """Refuse every value that breaks its rule in ``searchspace.training.TRAINING``."""
+    problems = [(key, message) for (_, key), message in training_problems(asdict(self))]
+    if problems:
+        raise ConfigError(problems)
 
-    epochs: int = 10
-    batch_size: int = 64
-    lr: float = 1e-3
-    weight_decay: float = 0.01
-    warmup_epochs: float = 1.0
-    schedule: str = "cosine"
-    lr_sqrt_groups: bool = False  # LW-Transformer §IV-C: base lr x sqrt(k)
-    grad_clip: float = 1.0  # max gradient norm; 0 disables clipping
-    seed: int = 0
-    threads: int | None = None  # CPU threads; None leaves torch's default
-    device: str = "auto"  # auto | cpu | cuda
-    amp: bool = True  # bf16 autocast on CUDA
-    divergence_factor: float = 10.0  # an epoch's train loss above this x the first epoch's is divergence
 
-    def __post_init__(self) -> None:
-        problems = []
-        for name in ("epochs", "batch_size"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                problems.append((name, f"must be an integer >= 1, got {getattr(self, name)!r}"))
-        if not self.lr > 0:
-            problems.append(("lr", f"must be > 0, got {self.lr!r}"))
-        if self.schedule not in SCHEDULES:
-            problems.append(("schedule", f"must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}"
-                                         f"{did_you_mean(str(self.schedule), SCHEDULES)}"))
-        if self.device not in ("auto", "cpu", "cuda"):
-            problems.append(("device", f"must be auto, cpu or cuda, got {self.device!r}"))
-        if self.warmup_epochs < 0 or self.grad_clip < 0 or self.weight_decay < 0:
-            problems.append(("warmup_epochs/grad_clip/weight_decay", "must be >= 0"))
-        if problems:
-            raise ConfigError(problems)
+def _settings_from_dict(cls: type, data: Mapping[str, Any] | None) -> Any:
+    """Settings from a ``training:`` mapping; unknown keys and bad values are all reported at once."""
+    problems = [(key, message) for (_, key), message in training_problems(dict(data or {}))]
+    if problems:
+        raise ConfigError(problems)
+    return cls(**dict(data or {}))
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> "TrainSettings":
-        data = dict(data or {})
-        names = [f.name for f in fields(cls)]
-        unknown = [(k, f"unknown training setting{did_you_mean(k, names)}") for k in data if k not in names]
-        if unknown:
-            raise ConfigError(unknown)
-        return cls(**data)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+# Training hyperparameters (the ``training`` section of a configuration file). The fields, defaults
+# and checks come from the one table in searchspace.training, so the study checker, `lwnas train`
+# and the sweep's workers cannot disagree about a value.
+TrainSettings = make_dataclass(
+    "TrainSettings",
+    [(k.name, k.type if k.default is not None else k.type | None, field(default=k.default)) for k in TRAINING],
+    frozen=True,
+    namespace={"__module__": __name__,
+               "__doc__": "Training hyperparameters (the ``training`` section of a configuration file).",
+               "__post_init__": _check_settings, "from_dict": classmethod(_settings_from_dict),
+               "to_dict": lambda self: asdict(self)})
 
 
 @dataclass

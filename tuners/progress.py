@@ -1,8 +1,16 @@
-"""What a sweep prints: one line per finished trial, then the Pareto front and what to do next."""
+"""What a sweep prints: one line per finished trial, then the Pareto front and what to do next.
+
+A failed trial is one line on the terminal (its reason and where the full log is); Ray Tune's own
+records, with the trial's traceback, go to the sweep's log file (``ray_logs_to``), never the terminal.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import optuna
@@ -18,11 +26,39 @@ from .storage import masked, record_of
 from .trainable import NUMBER
 
 
+RAY_LOGGERS = ("ray.tune", "ray.air", "ray.train")
+LOG = logging.getLogger("lwnas.sweep")
+
+
+@contextlib.contextmanager
+def ray_logs_to(path: Path) -> Iterator[Path]:
+    """Send Ray Tune's log records (a failed trial's traceback among them) and lwnas's own failure
+    records to ``path`` instead of the terminal, for the duration of the block."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    saved = []
+    for logger in (*map(logging.getLogger, RAY_LOGGERS), LOG):
+        saved.append((logger, logger.propagate, logger.level))
+        logger.addHandler(handler)
+        logger.propagate = False  # the "ray" logger's handler prints to the terminal
+    LOG.setLevel(logging.INFO)
+    try:
+        yield path
+    finally:
+        for logger, propagate, level in saved:
+            logger.removeHandler(handler)
+            logger.propagate, logger.level = propagate, level
+        handler.close()
+
+
 class SweepProgress(Callback):
     """Ray Tune callback: a line per finished trial with its metric, cost and time."""
 
-    def __init__(self, ot_study: optuna.Study, study: Study, total: int, out: Console, quiet: bool = False):
+    def __init__(self, ot_study: optuna.Study, study: Study, total: int, out: Console, quiet: bool = False,
+                 log_path: Path | None = None):
         self.ot_study, self.study, self.total, self.out, self.quiet = ot_study, study, total, out, quiet
+        self.log_path = log_path
         self.done = 0
         self.start = time.time()
         self.metric = next((o.metric for o in study.objectives if not o.is_cost), None)
@@ -44,17 +80,26 @@ class SweepProgress(Callback):
         parts.append(f"{time.time() - self.start:.0f}s elapsed")
         self.out.print(escape(", ".join(parts)), highlight=False)
 
+    def _failed(self, trial: Any, reason: str, traceback: str | None = None) -> None:
+        """One line for the terminal; the reason and any traceback go to the log file too."""
+        number = trial.config.get(NUMBER, "?")
+        LOG.error("trial %s failed: %s%s", number, reason, f"\n{traceback}" if traceback else "")
+        where = f"; full log: {self.log_path}" if self.log_path else ""
+        self._line(trial, f"failed ({reason}{where})")
+
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         r = trial.last_result or {}
         if "lwnas_failed" in r:
-            self._line(trial, f"failed ({r['lwnas_failed']})")
+            self._failed(trial, r["lwnas_failed"])
         elif r.get("epoch", 0) < self.study.budget.epochs:
             self._line(trial, "stopped early (pruned)")
         else:
             self._line(trial, "complete")
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self._line(trial, f"failed ({(trial.last_result or {}).get('lwnas_error', 'worker error')})")
+        r = trial.last_result or {}
+        self._failed(trial, r.get("lwnas_error", "worker error (the worker died before reporting)"),
+                     r.get("lwnas_traceback"))
 
     def finish(self, interrupted: bool, storage: str) -> None:
         print_front(self.ot_study, self.study, self.out)

@@ -13,6 +13,8 @@ from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
+from searchspace.domains import show_value
+
 from .file_progress import FileProgress
 
 space_app = typer.Typer(help="Validate, show, sample and export the search space of a study file.",
@@ -140,7 +142,11 @@ def show(
 def _summary(study, sample, size: int, exact: bool) -> dict[str, Any]:
     knobs = []
     for knob in study.space.knobs:
-        knobs.append({"knob": knob.name, "domain": knob.domain.describe(), "searched": knob.searched,
+        domain = knob.domain.describe()
+        if knob.written is not None:  # groups: 1 is "no grouping", the points with g_mha and g_ffn off
+            left_out = [show_value(v) for v in knob.written.values() if not knob.domain.contains(v)]
+            domain += f" ({', '.join(left_out)}: no grouping, where the condition does not hold)"
+        knobs.append({"knob": knob.name, "domain": domain, "searched": knob.searched,
                       "when": knob.when.describe() if knob.when else None,
                       "implied": knob.implied.describe() if knob.implied and knob.implied != knob.when else None})
     costs: dict[str, Any] = {}

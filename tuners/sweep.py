@@ -124,7 +124,7 @@ def run_sweep(study: Study, options: SweepOptions, resume: bool = False) -> optu
     from ray import tune
 
     from .mo_asha import MOASHA
-    from .progress import SweepProgress
+    from .progress import SweepProgress, ray_logs_to
     from .searcher import StudySearcher
     from .trainable import run_trial
 
@@ -157,19 +157,23 @@ def run_sweep(study: Study, options: SweepOptions, resume: bool = False) -> optu
         tune.with_parameters(run_trial, spec={**study.source, "name": ot_study.study_name},
                              cpus=study.tuner.cpus_per_trial),
         {"cpu": study.tuner.cpus_per_trial, "gpu": study.tuner.gpus_per_trial})
-    progress = SweepProgress(ot_study, study, remaining, out, quiet=options.quiet)
+    run_name = f"{ot_study.study_name}-{int(time.time())}"
+    log_path = _ray_results_dir() / run_name / "sweep.log"
+    progress = SweepProgress(ot_study, study, remaining, out, quiet=options.quiet, log_path=log_path)
     tuner = tune.Tuner(
         trainable,
         tune_config=tune.TuneConfig(search_alg=searcher, scheduler=scheduler, num_samples=remaining,
                                     max_concurrent_trials=concurrent, reuse_actors=True,
                                     time_budget_s=study.budget.time_s),
-        run_config=tune.RunConfig(name=f"{ot_study.study_name}-{int(time.time())}",
+        run_config=tune.RunConfig(name=run_name,
                                   storage_path=str(_ray_results_dir()), verbose=0, callbacks=[progress],
                                   failure_config=tune.FailureConfig(max_failures=study.tuner.max_failures)))
     out.print(f"sweep {ot_study.study_name!r}: {remaining} trials, up to {concurrent} at a time, "
               f"{study.tuner.sampler} sampler, scheduler {study.tuner.scheduler}; storage {masked(options.storage)}")
-    with contextlib.redirect_stdout(sys.stderr), quiet_ray_interrupts():  # Ray prints banners to stdout;
-        tuner.fit()                                                        # keep stdout for results
+    # Ray prints its banners to stdout (keep stdout for results), failed trials' tracebacks go to the log
+    # file, and its interrupt advice that contradicts `lwnas resume` is dropped
+    with contextlib.redirect_stdout(sys.stderr), quiet_ray_interrupts(), ray_logs_to(log_path):
+        tuner.fit()
     progress.finish(interrupted=counted_trials(ot_study) < budget, storage=options.storage)
     return ot_study
 
