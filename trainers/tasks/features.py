@@ -35,8 +35,6 @@ def _check_declared_size(name: str, fp, size: int) -> None:
 
 
 def _read(path: Path) -> dict[str, np.ndarray]:
-    if not path.exists():
-        raise ValueError(f"features: no such data file {path}")
     try:
         if path.is_dir():
             for p in path.glob("*.npy"):
