@@ -93,3 +93,12 @@ def test_cost_of_a_folder_shows_progress_and_the_memory_it_measured(tmp_path):
     assert all(re.search(r"\| [0-9.]+[KMG]?B \|$", row) for row in rows), done.stdout
     without = lwnas("cost", str(tmp_path), "--format", "markdown", "--no-memory")
     assert "peak memory" not in without.stdout and without.stdout.splitlines()[0].endswith("| verdict |")
+
+
+def test_cost_at_a_task_of_another_family_names_the_file(tmp_path):
+    config = tmp_path / "vqa.yaml"
+    config.write_text("family: mcan\nd_model: 32\nheads: 2\nlayers: 1\n")
+    done = lwnas("cost", str(config), "--task", "digits", "--no-memory")
+    assert done.returncode == 2, done.stderr
+    assert [line for line in done.stderr.splitlines() if line.startswith("error")] == [
+        f"error {config}: family: task `digits` trains family `encoder`, but the configuration is `mcan`"]
