@@ -168,8 +168,9 @@ def run_sweep(study: Study, options: SweepOptions, resume: bool = False) -> optu
                                   failure_config=tune.FailureConfig(max_failures=study.tuner.max_failures)))
     out.print(f"sweep {ot_study.study_name!r}: {remaining} trials, up to {concurrent} at a time, "
               f"{study.tuner.sampler} sampler, scheduler {study.tuner.scheduler}; storage {masked(options.storage)}")
-    with contextlib.redirect_stdout(sys.stderr), quiet_ray_interrupts():  # Ray prints banners to stdout;
-        tuner.fit()                                                        # keep stdout for results
+    # Ray prints banners to stdout: keep stdout for results; its interrupt advice is not lwnas's
+    with contextlib.redirect_stdout(sys.stderr), quiet_ray_interrupts():
+        tuner.fit()
     progress.finish(interrupted=counted_trials(ot_study) < budget, storage=options.storage)
     return ot_study
 
