@@ -106,7 +106,8 @@ def authors_digit_count(words: int, base: int) -> int:
 
 
 def radix_digits() -> list[dict]:
-    cases = [(10001, 768), (10001, 256), (256**2, 256), (768**2, 768), (512, 512), (1000, 10)]
+    table6 = [(10001, v) for v in (256, 512, 768, 1024)]  # the paper's vocabulary at every v of its Table 6
+    cases = [*table6, (256**2, 256), (768**2, 768), (512, 512), (1000, 10)]
     return [{"words": n, "base": v, "lwnas": digits_for(n, v), "authors": authors_digit_count(n, v)}
             for n, v in cases]
 

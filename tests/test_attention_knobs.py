@@ -14,6 +14,7 @@ import yaml
 LWNAS = str(Path(sys.executable).with_name("lwnas"))
 ORT = dict(family="ort", d_model=16, heads=2, d_ff=32, layers=2, vocab_size=30, region_features=8,
            image_regions=4, caption_tokens=3)
+LW = dict(g_mha=True, groups=2, qk_expansion=2)  # LW-Transformer: G-MHA with Q/K expansion
 
 
 def lwnas(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -24,7 +25,12 @@ def lwnas(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 def test_cost_drops_exactly_the_qkv_biases(tmp_path):
     files = {"bias.yaml": ORT, "no-bias.yaml": {**ORT, "qkv_bias": False},
              "kv-no-bias.yaml": {**ORT, "qkv_bias": False, "attention_sharing": "kv"},
-             "kv-bias.yaml": {**ORT, "attention_sharing": "kv"}}
+             "kv-bias.yaml": {**ORT, "attention_sharing": "kv"},
+             "lw-bias.yaml": {**ORT, **LW}, "lw-no-bias.yaml": {**ORT, **LW, "qkv_bias": False},
+             "lw-shared-bias.yaml": {**ORT, **LW, "weight_sharing": True},
+             "lw-shared-no-bias.yaml": {**ORT, **LW, "weight_sharing": True, "qkv_bias": False},
+             "lw-qk-bias.yaml": {**ORT, **LW, "attention_sharing": "qk"},
+             "lw-qk-no-bias.yaml": {**ORT, **LW, "attention_sharing": "qk", "qkv_bias": False}}
     for name, knobs in files.items():
         (tmp_path / name).write_text(yaml.safe_dump(knobs))
     result = lwnas("cost", *files, "--json", "--no-memory", cwd=tmp_path)
@@ -34,6 +40,12 @@ def test_cost_drops_exactly_the_qkv_biases(tmp_path):
     # one bias vector of width d per Q/K/V projection: 3 per attention, 2 with kv sharing (ACORT §4.3)
     assert params["bias.yaml"] - params["no-bias.yaml"] == attention_modules * 3 * d
     assert params["kv-bias.yaml"] - params["kv-no-bias.yaml"] == attention_modules * 2 * d
+    # Q and K widened n-fold carry n*d biases each: (2n + 1) * d per attention; with weight sharing one
+    # set of group biases (width 1/k) serves all k groups
+    n, k = LW["qk_expansion"], LW["groups"]
+    assert params["lw-bias.yaml"] - params["lw-no-bias.yaml"] == attention_modules * (2 * n + 1) * d
+    assert params["lw-shared-bias.yaml"] - params["lw-shared-no-bias.yaml"] == attention_modules * (2 * n + 1) * d // k
+    assert params["lw-qk-bias.yaml"] - params["lw-qk-no-bias.yaml"] == attention_modules * (n + 1) * d  # Q = K
 
 
 def test_study_searches_qkv_bias_and_coupled_scale(tmp_path):

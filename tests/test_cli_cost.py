@@ -115,3 +115,12 @@ def test_config_file_alias_bomb_and_bad_bytes_are_located(tmp_path):
         result = subprocess.run(["lwnas", "cost", str(path)], capture_output=True, text=True, timeout=120)
         assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
         assert result.stderr.startswith(f"error {path}:{message}"), result.stderr
+
+
+def test_cost_at_a_task_of_another_family_names_the_file(tmp_path):
+    config = tmp_path / "vqa.yaml"
+    config.write_text("family: mcan\nd_model: 32\nheads: 2\nlayers: 1\n")
+    done = lwnas("cost", str(config), "--task", "digits", "--no-memory")
+    assert done.returncode == 2, done.stderr
+    assert [line for line in done.stderr.splitlines() if line.startswith("error")] == [
+        f"error {config}: family: task `digits` trains family `encoder`, but the configuration is `mcan`"]

@@ -90,3 +90,15 @@ def test_a_study_file_where_a_configuration_belongs_says_so(command):
     assert errors == ["error studies/quickstart.yaml: this is a study file (it has a search `space`), not one "
                       "configuration; use `lwnas sweep` to search it, or `lwnas space show|sample|validate`"], \
         done.stderr
+
+
+def test_the_readme_cost_commands_run_on_the_readme_configuration(tmp_path):
+    text = (ROOT / "README.md").read_text()
+    config = next(b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if b.startswith("family:"))
+    (tmp_path / "my-config.yaml").write_text(config)
+    commands = re.findall(r"^lwnas (cost my-config\.yaml[^#\n]*)", text, re.M)
+    assert any("--task" in c for c in commands), commands
+    for command in commands:  # as written, without the memory measurement (it is not what is checked)
+        done = subprocess.run([LWNAS, *command.split(), "--no-memory"], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, (command, done.stderr)

@@ -11,10 +11,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from searchspace import ArchConfig, ConfigError
 from searchspace.files import ConfigFile, find_config_files, load_config_file
 from trainers import CostReport, cost
 from trainers.reference import Comparison, compare
-from trainers.tasks import adapt_config
+from trainers.tasks import Task, adapt_config
 
 from .config_task import config_task
 from .file_progress import FileProgress
@@ -46,7 +47,7 @@ def cost_rows(paths: list[Path], memory: bool, device: str, progress: Console,
     configs = []
     for f in files:
         the_task = config_task(f, task, tasks)
-        configs.append(adapt_config(f.config, the_task) if the_task else f.config)
+        configs.append(_at_task(f, the_task) if the_task else f.config)
     rows = []
     with FileProgress(progress, len(files), "costing") as bar:
         for f, config in zip(files, configs):
@@ -54,6 +55,14 @@ def cost_rows(paths: list[Path], memory: bool, device: str, progress: Console,
             report = cost(config, memory=memory, device=device)
             rows.append(CostRow(f.path, f, report, compare(config, report, f.reference) if f.reference else []))
     return rows
+
+
+def _at_task(f: ConfigFile, task: Task) -> ArchConfig:
+    """``f``'s configuration at the task's input sizes; a mismatch names the file (a folder has many)."""
+    try:
+        return adapt_config(f.config, task)
+    except ConfigError as exc:
+        raise ConfigError([(f"{f.path}: {where}", message) for where, message in exc.problems]) from None
 
 
 def _human(n: int | None, unit: str = "") -> str:

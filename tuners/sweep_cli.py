@@ -139,7 +139,8 @@ def export(
     trials: Annotated[str, typer.Option(help="`pareto` (the front) or trial numbers like 1,5,9.")] = "pareto",
     output: Annotated[Path, typer.Option("--output", "-o", help="Directory for the YAML files.")] = Path("exported"),
     infeasible: Annotated[bool, typer.Option(
-        "--infeasible", help="Also export trials that broke the constraints and were never trained.")] = False,
+        "--infeasible", help="Allow --trials numbers that name infeasible trials (they broke the constraints and were "
+                            "never trained; `pareto` never holds one).")] = False,
     storage: Storage = DEFAULT_STORAGE,
 ) -> None:
     """Write one YAML per trial (configuration, task, training settings with the trial's seed, provenance)
