@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import FAMILIES
-from .errors import ConfigError, did_you_mean
+from .errors import ConfigError, did_you_mean, shown
 from .space import SearchSpace, SpaceError
 from .training import TRAINING_KNOBS
 from .yamlsource import YamlProblem, line_of, load_located, loads_located
@@ -27,7 +27,10 @@ SCHEDULERS = ("none", "mo-asha")
 TOP_KEYS = ("name", "description", "task", "task_options", "family", "objectives", "constraints", "budget",
             "tuner", "seed_configs", "training", "space")
 FIXED_TRAINING_KEYS = (*TRAINING_KNOBS, "threads", "device", "amp", "divergence_factor")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# a study's name becomes part of file and folder names (Ray's results, exports) and of printed
+# shell commands: one path component that cannot climb out of its folder or be read as an option
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+NAME_RULE = "1 to 100 letters, digits, `-`, `_` or `.`, starting with a letter or digit"
 FamilyOf = Callable[[str], "str | None"]
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 
@@ -137,6 +140,18 @@ def loads_study(text: str, name: str = "<study>", task_family: FamilyOf | None =
     return study_from_dict(data, Path(name), lines, task_family)
 
 
+def name_problem(name: Any) -> str | None:
+    """What is wrong with a study name (the study's `name` or a `--name`), or None."""
+    if isinstance(name, str) and _NAME.match(name):
+        return None
+    return f"must be {NAME_RULE}, got {shown(name)}"
+
+
+def path_component(name: str) -> str:
+    """``name`` as one safe file or folder name (a study in storage may predate the name rule)."""
+    return name if _NAME.match(name) else (re.sub(r"[^A-Za-z0-9_.-]", "_", name).lstrip("._-")[:100] or "study")
+
+
 def study_from_dict(data: Any, path: Path | None = None, lines: dict | None = None,
                     task_family: FamilyOf | None = None, check_space: bool = True) -> Study:
     lines = lines or {}
@@ -151,8 +166,8 @@ def study_from_dict(data: Any, path: Path | None = None, lines: dict | None = No
         if key not in data:
             problems.append(((), f"`{key}` is missing"))
     name = data.get("name", path.stem if path else "study")
-    if not isinstance(name, str) or not _NAME.match(name):
-        problems.append((("name",), f"must be letters, digits, `-`, `_` or `.`, got {name!r}"))
+    if name_problem(name):
+        problems.append((("name",), name_problem(name)))
     task = data.get("task", "")
     if not isinstance(task, str) or not task:
         problems.append((("task",), f"must be a built-in task name or `package.module:Class`, got {task!r}"))

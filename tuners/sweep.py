@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import sys
 import time
 import warnings
@@ -22,11 +23,11 @@ import optuna
 from rich.console import Console
 
 from searchspace.errors import LwnasError
-from searchspace.study import Study
+from searchspace.study import Study, path_component
 
 from . import storage as keys
 from .constraints import StaticCosts
-from .storage import masked, open_storage
+from .storage import StorageError, first_line, masked, open_storage, scrub, sqlite_path, storage_arg
 from .study_check import make_task
 
 TERMINAL_OUTCOMES = ("complete", "pruned", "failed")  # count toward the budget; infeasible and interrupted do not
@@ -35,6 +36,12 @@ SAMPLERS_NEEDING_NNI = ("nni-tpe", "nni-evolution")
 
 class SweepError(LwnasError, RuntimeError):
     pass
+
+
+class SweepIncomplete(SweepError):
+    """The sweep stopped (Ctrl-C, its time budget, a lost lease) before its trial budget was spent."""
+
+    exit_code = 4
 
 
 @dataclass
@@ -72,7 +79,7 @@ def make_sampler(study: Study, trials_so_far: int = 0) -> optuna.samplers.BaseSa
 
 def open_study_storage(study: Study, options: SweepOptions, resume: bool) -> optuna.Study:
     """Create the Optuna study (or reopen it when resuming) with lwnas's study attributes."""
-    storage = open_storage(options.storage)
+    storage = open_storage(options.storage, create=not resume)
     name = options.name or study.name
     existing = {s.study_name for s in optuna.get_all_study_summaries(storage)}
     directions = [o.direction for o in study.objectives]
@@ -84,8 +91,12 @@ def open_study_storage(study: Study, options: SweepOptions, resume: bool) -> opt
     if name in existing:
         raise SweepError(f"study {name!r} already exists in {masked(options.storage)}: continue it with "
                          f"`lwnas resume {name}`, or give this sweep another --name")
-    ot_study = optuna.create_study(study_name=name, storage=storage, directions=directions,
-                                   sampler=make_sampler(study))
+    try:
+        ot_study = optuna.create_study(study_name=name, storage=storage, directions=directions,
+                                       sampler=make_sampler(study))
+    except optuna.exceptions.DuplicatedStudyError:  # another `lwnas sweep` created it a moment ago
+        raise SweepError(f"study {name!r} already exists in {masked(options.storage)}: continue it with "
+                         f"`lwnas resume {name}`, or give this sweep another --name") from None
     with warnings.catch_warnings():  # experimental in Optuna 5, and what optuna-dashboard reads
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         ot_study.set_metric_names([o.metric for o in study.objectives])
@@ -119,17 +130,39 @@ def counted_trials(ot_study: optuna.Study) -> int:
 
 
 def run_sweep(study: Study, options: SweepOptions, resume: bool = False) -> optuna.Study:
-    """Run (or resume) a sweep; returns the Optuna study."""
-    from ray import tune
+    """Run (or resume) a sweep as the study's one driver; returns the Optuna study.
 
+    Raises SweepIncomplete when the driver stopped before the budget was spent (the CLI exits non-zero).
+    """
+    from .lease import StudyLease
+
+    out = Console(stderr=True, soft_wrap=True)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    ot_study = open_study_storage(study, options, resume)
+    # the lease comes before anything touches the trials: re-queueing RUNNING trials would steal a live driver's
+    lease = StudyLease(options.storage, ot_study.study_name)
+    lease.acquire()
+    try:
+        if lease.taken_over:
+            out.print(f"took the study over from a driver that is gone ({lease.taken_over.describe()})",
+                      highlight=False)
+        return _drive(study, options, ot_study, lease, resume, out)
+    finally:
+        lease.release()
+
+
+def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, lease, resume: bool,
+           out: Console) -> optuna.Study:
+    """The sweep itself, run while this driver holds the study's lease."""
+    from ray import tune
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from .lease import LeaseStopper
     from .mo_asha import MOASHA
     from .progress import SweepProgress
     from .searcher import StudySearcher
     from .trainable import run_trial
 
-    out = Console(stderr=True, soft_wrap=True)
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    ot_study = open_study_storage(study, options, resume)
     requeued = requeue_interrupted(ot_study) if resume else []
     if requeued:
         out.print(f"re-queued trials interrupted by the last driver: {requeued}")
@@ -162,15 +195,42 @@ def run_sweep(study: Study, options: SweepOptions, resume: bool = False) -> optu
         tune_config=tune.TuneConfig(search_alg=searcher, scheduler=scheduler, num_samples=remaining,
                                     max_concurrent_trials=concurrent, reuse_actors=True,
                                     time_budget_s=study.budget.time_s),
-        run_config=tune.RunConfig(name=f"{ot_study.study_name}-{int(time.time())}",
+        run_config=tune.RunConfig(name=f"{path_component(ot_study.study_name)}-{int(time.time())}",
                                   storage_path=str(_ray_results_dir()), verbose=0, callbacks=[progress],
+                                  stop=LeaseStopper(lease),
                                   failure_config=tune.FailureConfig(max_failures=study.tuner.max_failures)))
     out.print(f"sweep {ot_study.study_name!r}: {remaining} trials, up to {concurrent} at a time, "
               f"{study.tuner.sampler} sampler, scheduler {study.tuner.scheduler}; storage {masked(options.storage)}")
-    with contextlib.redirect_stdout(sys.stderr):  # Ray prints its banners to stdout; keep stdout for results
-        tuner.fit()
-    progress.finish(interrupted=counted_trials(ot_study) < budget, storage=options.storage)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):  # Ray prints its banners to stdout; keep stdout for results
+            tuner.fit()
+        if lease.lost is None:
+            lease.renew()  # a storage that broke while the last trials ran
+        if lease.lost is not None:
+            raise StorageError(f"the sweep stopped: {lease.lost}. {_storage_fix(options.storage, ot_study)}")
+        done = counted_trials(ot_study)
+        progress.finish(interrupted=done < budget, storage=options.storage)
+    except (SQLAlchemyError, optuna.exceptions.StorageInternalError) as exc:
+        raise StorageError(f"the storage {masked(options.storage)} failed mid-sweep: "
+                           f"{scrub(first_line(exc), options.storage)}. {_storage_fix(options.storage, ot_study)}"
+                           ) from None
+    if done < budget:
+        raise SweepIncomplete(f"{done} of {budget} trials done: the sweep stopped before its budget was spent")
     return ot_study
+
+
+def _storage_fix(url: str, ot_study: optuna.Study) -> str:
+    """What to do when the storage broke mid-sweep."""
+    resume = resume_command(ot_study.study_name, url)
+    path = sqlite_path(url)
+    if path is not None:
+        return f"Make {shlex.quote(str(path))} writable again (or put it back), then continue with: {resume}"
+    return f"Once the database accepts writes again, continue with: {resume}"
+
+
+def resume_command(name: str, url: str) -> str:
+    """``lwnas resume NAME --storage URL``, shell-quoted, with a password-bearing URL left to LWNAS_STORAGE."""
+    return f"lwnas resume {shlex.quote(name)} --storage {storage_arg(url)}"
 
 
 def _init_ray(address: str | None, study: Study) -> None:
