@@ -63,7 +63,9 @@ def secrets_of(url: str) -> list[str]:
     if userinfo:
         found.append(userinfo.group(1))
     found += [m.group(1) for m in re.finditer(r"(?:password|passwd|pwd|sslpassword)=([^&]*)", url, re.IGNORECASE)]
-    return sorted({s for s in found if s}, key=len, reverse=True)
+    # a driver that splits the URL elsewhere may echo a piece of the password (`pre@secret` -> `secret@host`)
+    pieces = [piece for s in found for piece in re.split(r"[@:/]", s)]
+    return sorted({s for s in found + pieces if s}, key=len, reverse=True)
 
 
 def scrub(text: str, url: str) -> str:
@@ -76,6 +78,8 @@ def scrub(text: str, url: str) -> str:
 
 def first_line(exc: BaseException) -> str:
     """The first line of a driver's error (SQLAlchemy wraps it in ``orig`` and appends SQL and links)."""
+    if isinstance(exc.__cause__, Exception):  # Optuna wraps the driver's error in a generic one of its own
+        exc = exc.__cause__
     text = str(getattr(exc, "orig", None) or exc)
     return text.splitlines()[0] if text.strip() else type(exc).__name__
 

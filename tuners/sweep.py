@@ -155,7 +155,6 @@ def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, lease, r
            out: Console) -> optuna.Study:
     """The sweep itself, run while this driver holds the study's lease."""
     from ray import tune
-    from sqlalchemy.exc import SQLAlchemyError
 
     from .lease import LeaseStopper
     from .mo_asha import MOASHA
@@ -210,13 +209,30 @@ def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, lease, r
             raise StorageError(f"the sweep stopped: {lease.lost}. {_storage_fix(options.storage, ot_study)}")
         done = counted_trials(ot_study)
         progress.finish(interrupted=done < budget, storage=options.storage)
-    except (SQLAlchemyError, optuna.exceptions.StorageInternalError) as exc:
-        raise StorageError(f"the storage {masked(options.storage)} failed mid-sweep: "
-                           f"{scrub(first_line(exc), options.storage)}. {_storage_fix(options.storage, ot_study)}"
-                           ) from None
+    except Exception as exc:  # noqa: BLE001 - sorted below: a user's problem is one line, a bug keeps its traceback
+        reported = _user_error(exc, options.storage, ot_study)
+        if reported is exc:
+            raise
+        raise reported from None
     if done < budget:
         raise SweepIncomplete(f"{done} of {budget} trials done: the sweep stopped before its budget was spent")
     return ot_study
+
+
+def _user_error(exc: Exception, url: str, ot_study: optuna.Study) -> Exception:
+    """What to report for an error that escaped Ray's fit (Ray may wrap it): lwnas's own error, a
+    storage failure as one line with the fix, or ``exc`` itself (a bug, which keeps its traceback)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, LwnasError):
+            return seen
+        if isinstance(seen, (SQLAlchemyError, optuna.exceptions.StorageInternalError)):
+            return StorageError(f"the storage {masked(url)} failed mid-sweep: {scrub(first_line(seen), url)}. "
+                                f"{_storage_fix(url, ot_study)}")
+        seen = seen.__cause__ or seen.__context__
+    return exc
 
 
 def _storage_fix(url: str, ot_study: optuna.Study) -> str:

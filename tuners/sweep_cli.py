@@ -18,6 +18,7 @@ STORAGE_HELP = ("SQL storage of the sweep's Optuna study: a SQLite file (sqlite:
                 "working directory) or postgresql://user@host/db for clusters. lwnas never prints a password, but "
                 "one given on the command line shows in `ps` to every user of the machine: put such a URL in "
                 "the LWNAS_STORAGE environment variable instead.")
+VALIDATE_SAMPLES = 8  # points costed to check the constraints, as `lwnas space validate` does by default
 Storage = Annotated[str, typer.Option("--storage", envvar="LWNAS_STORAGE", help=STORAGE_HELP)]
 
 
@@ -62,14 +63,20 @@ def sweep(
     """
     from searchspace.study import StudyError, name_problem
 
-    from .study_check import open_study, task_problems, make_task
+    from .constraints import StaticCosts
+    from .study_check import constraint_problems, cost_sample, make_task, open_study, task_problems
     from .sweep import SweepOptions, run_sweep
 
     if name is not None and name_problem(name):
         _fail(f"--name {name_problem(name)}", code=2)
     try:
         study = open_study(study_file)
-        problems = task_problems(study, make_task(study))
+        task = make_task(study)
+        problems = task_problems(study, task)
+        if not problems and study.constraints:
+            # the check `lwnas space validate` makes: constraints that no point meets are refused before
+            # Ray starts, instead of a sweep that records infeasible points until it gives up
+            problems = constraint_problems(study, cost_sample(study, StaticCosts(study, task), VALIDATE_SAMPLES))
     except StudyError as exc:
         problems = list(exc.problems)
     for where, message in problems:
