@@ -160,3 +160,20 @@ def test_a_sqlite_file_deleted_mid_sweep_stops_the_sweep_with_one_line(tmp_path)
     errors = [line for line in output.splitlines() if line.startswith("error ")]
     assert len(errors) == 1, output[-3000:]
     assert "put it back" in errors[0] and "lwnas resume tiny --storage sqlite:///" in errors[0], errors[0]
+
+
+# ---- a sweep that stops before its budget is spent -------------------------------------------------------
+def test_a_sweep_stopped_by_its_time_budget_exits_non_zero_with_the_resume_command(tmp_path):
+    study = study_file(tmp_path, trials=50, epochs=30)
+    study.write_text(study.read_text().replace("budget: {trials: 50, epochs: 30}", "budget: {trials: 50, epochs: 30, time: 5s}"))
+    log = tmp_path / "sweep.log"
+    proc = start_proc(["lwnas", "sweep", str(study)], tmp_path, proc_env(tmp_path), log)
+    try:
+        rc = proc.wait(timeout=SWEEP_TIMEOUT)
+    finally:
+        kill_session(proc)
+    output = log.read_text(errors="replace")
+    assert rc == 4, output[-3000:]
+    assert "continue with: lwnas resume tiny --storage sqlite:///lwnas.db" in output, output[-3000:]
+    errors = [line for line in output.splitlines() if line.startswith("error ")]
+    assert len(errors) == 1 and "of 50 trials done: the sweep stopped before its budget was spent" in errors[0], errors

@@ -224,6 +224,7 @@ def test_ctrl_c_stops_the_sweep_and_resume_finishes_it(tmp_path):
     output = log.read_text(errors="replace")
     resume_cmd = f"lwnas resume {name} --storage {url}"
     assert resume_cmd in output, f"exit code {rc}; the output does not say how to resume:\n{output[-3000:]}"
+    assert rc == 4, f"an interrupted sweep must exit non-zero (4), got {rc}:\n{output[-3000:]}"
 
     before = read_trials(url, name)
     assert any(t.state == COMPLETE for t in before.values()), {n: t.state.name for n, t in before.items()}
