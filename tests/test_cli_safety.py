@@ -13,10 +13,12 @@ import shlex
 import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
-from sweep_procs import SWEEP_TIMEOUT, kill_session, proc_env, start_proc, states_sqlite, tail, wait_for
+from sweep_procs import (PG_URL, SWEEP_TIMEOUT, kill_session, postgres_or_skip, proc_env, start_proc, states_sqlite,
+                         tail, wait_for)
 
 from dashboards.sample import seed_study
 
@@ -177,3 +179,54 @@ def test_a_sweep_stopped_by_its_time_budget_exits_non_zero_with_the_resume_comma
     assert "continue with: lwnas resume tiny --storage sqlite:///lwnas.db" in output, output[-3000:]
     errors = [line for line in output.splitlines() if line.startswith("error ")]
     assert len(errors) == 1 and "of 50 trials done: the sweep stopped before its budget was spent" in errors[0], errors
+
+
+def test_a_database_that_refuses_writes_mid_sweep_stops_the_sweep_with_one_line(tmp_path):
+    # PostgreSQL made read-only under a running sweep (a database of its own, dropped afterwards):
+    # new sessions may only read, and the sweep's sessions are ended so that it must open new ones
+    postgres_or_skip()
+    import sqlalchemy as sa
+
+    admin = sa.create_engine(PG_URL, isolation_level="AUTOCOMMIT")
+    db = f"lwnas_ro_{uuid.uuid4().hex[:8]}"
+    url = PG_URL.rsplit("/", 1)[0] + f"/{db}"
+    with admin.connect() as con:
+        con.execute(sa.text(f"CREATE DATABASE {db}"))
+    study = study_file(tmp_path, trials=4, epochs=30)
+    log = tmp_path / "sweep.log"
+    proc = start_proc(["lwnas", "sweep", str(study), "--storage", url], tmp_path, proc_env(tmp_path), log)
+    try:
+        wait_for(lambda: "RUNNING" in _pg_states(url), SWEEP_TIMEOUT, "a running trial", proc, log)
+        with admin.connect() as con:
+            con.execute(sa.text(f"ALTER DATABASE {db} SET default_transaction_read_only = on"))
+            con.execute(sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :db"),
+                        {"db": db})
+        try:
+            rc = proc.wait(timeout=SWEEP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the sweep went on with a read-only database:\n{tail(log)}")
+    finally:
+        kill_session(proc)
+        with admin.connect() as con:
+            con.execute(sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :db"),
+                        {"db": db})
+            con.execute(sa.text(f"DROP DATABASE IF EXISTS {db}"))
+        admin.dispose()
+    output = log.read_text(errors="replace")
+    assert rc != 0 and "Traceback" not in output, output[-3000:]
+    errors = [line for line in output.splitlines() if line.startswith("error ")]
+    assert len(errors) == 1 and "read-only transaction" in errors[0], output[-3000:]
+    assert "lwnas resume tiny --storage" in errors[0], errors[0]
+
+
+def _pg_states(url: str) -> list[str]:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as con:
+            return [r[0] for r in con.execute(sa.text("SELECT state FROM trials"))]
+    except sa.exc.SQLAlchemyError:
+        return []
+    finally:
+        engine.dispose()

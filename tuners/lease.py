@@ -86,6 +86,7 @@ class StudyLease:
         self.token = uuid.uuid4().hex
         self.engine = sa.create_engine(url, **engine_kwargs(url))
         self.lost: str | None = None  # why the lease was lost mid-sweep (the driver then stops)
+        self.storage_failed = False  # lost because the storage broke (not to another driver)
         self.taken_over: Holder | None = None  # the gone driver this one replaced
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -98,7 +99,11 @@ class StudyLease:
         try:
             self._create_table()
             self._take()
+        except LeaseHeld:
+            self.engine.dispose()
+            raise
         except SQLAlchemyError as exc:
+            self.engine.dispose()
             raise StorageError(f"cannot take the driver lease of study {self.study_name!r} in "
                                f"{masked(self.url)}: {scrub(first_line(exc), self.url)}") from None
         if self._file is not None:
@@ -166,7 +171,7 @@ class StudyLease:
         """Refresh the heartbeat; records in ``lost`` why when the lease is no longer ours."""
         if self._file is not None and self._inode != _inode(self._file):
             # open connections keep writing into a deleted file's inode, where nobody will ever read it
-            self.lost = f"the SQLite file {self._file} was deleted or replaced"
+            self.lost, self.storage_failed = f"the SQLite file {self._file} was deleted or replaced", True
             return
         try:
             with self.engine.begin() as con:
@@ -175,6 +180,7 @@ class StudyLease:
                                    .values(heartbeat=_now())).rowcount
         except SQLAlchemyError as exc:
             self.lost = f"the storage stopped answering: {scrub(first_line(exc), self.url)}"
+            self.storage_failed = True
             return
         if mine != 1:
             self.lost = "another driver took the study over (this driver's heartbeat was stale)"

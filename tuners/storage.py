@@ -41,8 +41,8 @@ DEFAULT_STORAGE = "sqlite:///lwnas.db"
 
 
 # user:password@ up to the last @ before any query string: a password may hold @, / or : unescaped
-_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://[^:@/?]*):[^?]*@")
-_QUERY_SECRET = re.compile(r"((?:password|passwd|pwd|sslpassword)=)[^&]*", re.IGNORECASE)
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://[^:@/?]*):([^?]*)@")
+_QUERY_SECRET = re.compile(r"((?:password|passwd|pwd|sslpassword)=)([^&]*)", re.IGNORECASE)
 
 
 def masked(url: str) -> str:
@@ -58,11 +58,8 @@ def storage_arg(url: str) -> str:
 
 def secrets_of(url: str) -> list[str]:
     """The passwords written in ``url`` (what ``masked`` hides), longest first."""
-    found = []
-    userinfo = re.match(r"^[A-Za-z][A-Za-z0-9+.\-]*://[^:@/?]*:([^?]*)@", url)
-    if userinfo:
-        found.append(userinfo.group(1))
-    found += [m.group(1) for m in re.finditer(r"(?:password|passwd|pwd|sslpassword)=([^&]*)", url, re.IGNORECASE)]
+    userinfo = _USERINFO.match(url)
+    found = ([userinfo.group(2)] if userinfo else []) + [m.group(2) for m in _QUERY_SECRET.finditer(url)]
     # a driver that splits the URL elsewhere may echo a piece of the password (`pre@secret` -> `secret@host`)
     pieces = [piece for s in found for piece in re.split(r"[@:/]", s)]
     return sorted({s for s in found + pieces if s}, key=len, reverse=True)

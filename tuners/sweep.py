@@ -39,7 +39,7 @@ class SweepError(LwnasError, RuntimeError):
 
 
 class SweepIncomplete(SweepError):
-    """The sweep stopped (Ctrl-C, its time budget, a lost lease) before its trial budget was spent."""
+    """The sweep stopped (Ctrl-C, its time budget) before its trial budget was spent."""
 
     exit_code = 4
 
@@ -206,7 +206,9 @@ def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, lease, r
         if lease.lost is None:
             lease.renew()  # a storage that broke while the last trials ran
         if lease.lost is not None:
-            raise StorageError(f"the sweep stopped: {lease.lost}. {_storage_fix(options.storage, ot_study)}")
+            fix = (_storage_fix(options.storage, ot_study) if lease.storage_failed
+                   else "Let the driver that holds it now finish, or stop it and resume from here")
+            raise StorageError(f"the sweep stopped: {lease.lost}. {fix}")
         done = counted_trials(ot_study)
         progress.finish(interrupted=done < budget, storage=options.storage)
     except Exception as exc:  # noqa: BLE001 - sorted below: a user's problem is one line, a bug keeps its traceback
