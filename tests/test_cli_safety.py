@@ -143,25 +143,45 @@ def test_a_sweep_whose_constraints_admit_no_point_is_refused_before_ray(tmp_path
 
 
 # ---- the storage goes away mid-sweep ---------------------------------------------------------------------
-def test_a_sqlite_file_deleted_mid_sweep_stops_the_sweep_with_one_line(tmp_path):
+def _make_read_only(db: Path) -> None:
+    """chmod a-w; as root (whom permissions do not stop) the immutable flag instead."""
+    if os.geteuid() != 0:
+        db.chmod(0o444)
+        return
+    result = subprocess.run(["chattr", "+i", str(db)], capture_output=True, text=True)
+    if result.returncode != 0:
+        pytest.skip(f"running as root and `chattr +i` is refused here: {result.stderr.strip()}")
+
+
+def _make_writable(db: Path) -> None:
+    if db.exists():
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(db)], capture_output=True)
+        db.chmod(0o644)
+
+
+@pytest.mark.parametrize("fault", ["deleted", "read-only"])
+def test_a_sqlite_file_deleted_or_made_read_only_mid_sweep_stops_with_one_line(tmp_path, fault):
     study = study_file(tmp_path, trials=4, epochs=30)
     db = tmp_path / "lwnas.db"
     log = tmp_path / "sweep.log"
     proc = start_proc(["lwnas", "sweep", str(study), "--storage", f"sqlite:///{db}"], tmp_path, proc_env(tmp_path), log)
     try:
         wait_for(lambda: "RUNNING" in states_sqlite(db, "tiny").values(), SWEEP_TIMEOUT, "a running trial", proc, log)
-        db.unlink()
+        db.unlink() if fault == "deleted" else _make_read_only(db)
         try:
             rc = proc.wait(timeout=SWEEP_TIMEOUT)
         except subprocess.TimeoutExpired:
-            pytest.fail(f"the sweep went on after its SQLite file was deleted:\n{tail(log)}")
+            pytest.fail(f"the sweep went on after its SQLite file was {fault}:\n{tail(log)}")
     finally:
         kill_session(proc)
+        _make_writable(db)
     output = log.read_text(errors="replace")
     assert rc != 0 and "Traceback" not in output, output[-3000:]
     errors = [line for line in output.splitlines() if line.startswith("error ")]
     assert len(errors) == 1, output[-3000:]
-    assert "put it back" in errors[0] and "lwnas resume tiny --storage sqlite:///" in errors[0], errors[0]
+    assert "writable again (or put it back)" in errors[0] and "lwnas resume tiny --storage sqlite:///" in errors[0], \
+        errors[0]
 
 
 # ---- a sweep that stops before its budget is spent -------------------------------------------------------
