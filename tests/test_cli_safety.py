@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import os
 import shlex
-import signal
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
