@@ -154,7 +154,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         url = args.storage or f"sqlite:///{Path(tmp) / 'bench.db'}"
         name = f"bench-{args.trials}"
-        if name not in {s.study_name for s in open_storage(url).get_all_studies()}:
+        if name not in {s.study_name for s in open_storage(url, create=True).get_all_studies()}:
             log(f"writing {args.trials} synthetic trials to {name} (not timed)")
             seed_s, _ = timed(lambda: seed_study(url, name=name, trials=args.trials, seed=0))
         else:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .domains import DomainError, show_value
+from .errors import shown
 
 Clause = tuple[tuple[str, tuple[Any, ...]], ...]
 
@@ -44,7 +45,7 @@ class Condition:
         clauses = []
         for item in items:
             if not isinstance(item, Mapping) or not item:
-                raise DomainError(f"`when` takes a mapping like {{pooling: sketch}} or a list of them, got {item!r}",
+                raise DomainError(f"`when` takes a mapping like {{pooling: sketch}} or a list of them, got {shown(item)}",
                                   "when")
             clause = []
             for knob, allowed in item.items():

@@ -348,6 +348,8 @@ def _rule_problems(cfg: ArchConfig) -> list[tuple[str, str, str]]:
     for stack, depth in cfg.depths.items():
         override = f"{stack}_layer_sharing"
         knob = override if getattr(cfg, override, None) is not None else "layer_sharing"
+        if (getattr(cfg, override, None) or cfg.layer_sharing) is None:
+            continue  # every layer its own: the length matches by construction (and `layers` may be huge)
         pattern = cfg.sharing_pattern(stack)
         if len(pattern) != depth:
             depth_knob = f"{stack}_layers" if cfg.family in ("mcan", "ort") else "layers"

@@ -160,7 +160,7 @@ def _nni_parent(space: SearchSpace, knob: Knob) -> tuple[str, tuple] | None:
     if condition is None:
         return None
     constant = {k.name for k in space.knobs if isinstance(k.domain, Fixed) and k.condition is None}
-    base = space.effective(lambda k: k.domain.values()[0])
+    base = space.effective(lambda k: k.domain.at(0))
     clauses = []
     for clause in condition.clauses:
         variable: dict[str, tuple] = {}

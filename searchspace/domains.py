@@ -8,12 +8,13 @@ dict form a study file uses (``{choice: [...]}``, ``{int: [low, high], step: s}`
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .errors import LwnasError
+from .errors import LwnasError, shown
 
 Scalar = str | int | float | bool | None
 
@@ -35,6 +36,24 @@ def show_value(value: Any) -> str:
     return str(value)
 
 
+CHECKED_VALUES = 64  # values of one domain that checks look at; wider domains are represented, not enumerated
+
+
+def checked_values(domain: Any, limit: int = CHECKED_VALUES) -> list[Any]:
+    """Every value of a discrete domain, or for a wider one a fixed, evenly spread subset of ``limit``
+    values that keeps both ends and the first few (where divisibility and small-number rules bite).
+
+    Checks built on this cost the same for `int: [1, 100000000]` as for `int: [1, 10]`.
+    """
+    n = domain.size()
+    if n <= limit:
+        return [domain.at(i) for i in range(n)]
+    head = limit // 4
+    spread = limit - head
+    picks = list(range(head)) + [head + (n - 1 - head) * j // (spread - 1) for j in range(spread)]
+    return [domain.at(i) for i in dict.fromkeys(picks)]
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -51,6 +70,12 @@ class Fixed:
 
     def values(self) -> list[Any]:
         return [self.value]
+
+    def size(self) -> int:
+        return 1
+
+    def at(self, i: int) -> Any:
+        return self.value
 
     def contains(self, value: Any) -> bool:
         return value == self.value
@@ -73,13 +98,20 @@ class Choice:
             raise DomainError("`choice` is empty: list at least one value", "choice")
         bad = [c for c in self.choices if not isinstance(c, (str, int, float, bool, type(None)))]
         if bad:
-            raise DomainError(f"choices must be plain values (text, numbers, true/false, null), got {bad[0]!r}", "choice")
-        repeated = sorted({repr(c) for c in self.choices if sum(c == d and type(c) is type(d) for d in self.choices) > 1})
+            raise DomainError(f"choices must be plain values (text, numbers, true/false, null), got {shown(bad[0])}", "choice")
+        counts = Counter((type(c), c) for c in self.choices)  # 1 and 1.0 and true are different choices
+        repeated = sorted(repr(c) for (_, c), n in counts.items() if n > 1)
         if repeated:
             raise DomainError(f"choice lists {', '.join(repeated)} more than once", "choice")
 
     def values(self) -> list[Any]:
         return list(self.choices)
+
+    def size(self) -> int:
+        return len(self.choices)
+
+    def at(self, i: int) -> Any:
+        return self.choices[i]
 
     def contains(self, value: Any) -> bool:
         return any(value == c and type(value) is type(c) for c in self.choices)
@@ -105,11 +137,11 @@ class IntRange:
 
     def __post_init__(self) -> None:
         if not (_is_int(self.low) and _is_int(self.high)):
-            raise DomainError(f"`int` bounds must be integers, got ({self.low!r}, {self.high!r})", "int")
+            raise DomainError(f"`int` bounds must be integers, got ({shown(self.low)}, {shown(self.high)})", "int")
         if self.low > self.high:
             raise DomainError(f"`low <= high` must hold, but got (low={self.low}, high={self.high})", "int")
         if not _is_int(self.step) or self.step < 1:
-            raise DomainError(f"`step` must be an integer >= 1, got {self.step!r}", "step")
+            raise DomainError(f"`step` must be an integer >= 1, got {shown(self.step)}", "step")
         if (self.high - self.low) % self.step:
             raise DomainError(f"`high - low` must be a multiple of `step`, but got (low={self.low}, "
                               f"high={self.high}, step={self.step})", "step")
@@ -119,6 +151,12 @@ class IntRange:
 
     def values(self) -> list[int]:
         return list(range(self.low, self.high + 1, self.step))
+
+    def size(self) -> int:
+        return (self.high - self.low) // self.step + 1
+
+    def at(self, i: int) -> int:
+        return self.low + i * self.step
 
     def contains(self, value: Any) -> bool:
         return _is_int(value) and self.low <= value <= self.high and (value - self.low) % self.step == 0
@@ -152,7 +190,7 @@ class FloatRange:
 
     def __post_init__(self) -> None:
         if not (_is_number(self.low) and _is_number(self.high)):
-            raise DomainError(f"`float` bounds must be numbers, got ({self.low!r}, {self.high!r})", "float")
+            raise DomainError(f"`float` bounds must be numbers, got ({shown(self.low)}, {shown(self.high)})", "float")
         if self.low > self.high:
             raise DomainError(f"`low <= high` must hold, but got (low={self.low}, high={self.high})", "float")
         if self.log and self.low <= 0:
@@ -160,6 +198,12 @@ class FloatRange:
 
     def values(self) -> list[float]:
         return [float(self.low), float(self.high)]  # the end points: enough for rule checks on floats
+
+    def size(self) -> int:
+        return 2
+
+    def at(self, i: int) -> float:
+        return self.values()[i]
 
     def contains(self, value: Any) -> bool:
         return _is_number(value) and self.low <= value <= self.high
@@ -199,14 +243,14 @@ def parse_domain(spec: dict[str, Any]) -> Domain:
         return Fixed(spec["value"])
     if kind == "choice":
         if not isinstance(spec["choice"], list):
-            raise DomainError(f"`choice` must be a list of values, got {spec['choice']!r}", "choice")
+            raise DomainError(f"`choice` must be a list of values, got {shown(spec['choice'])}", "choice")
         return Choice(tuple(spec["choice"]))
     bounds = spec[kind]
     if not (isinstance(bounds, list) and len(bounds) == 2):
-        raise DomainError(f"`{kind}` must be a list [low, high], got {bounds!r}", kind)
+        raise DomainError(f"`{kind}` must be a list [low, high], got {shown(bounds)}", kind)
     log = spec.get("log", False)
     if not isinstance(log, bool):
-        raise DomainError(f"`log` must be true or false, got {log!r}", "log")
+        raise DomainError(f"`log` must be true or false, got {shown(log)}", "log")
     if kind == "int":
         return IntRange(bounds[0], bounds[1], spec.get("step", 1), log)
     return FloatRange(bounds[0], bounds[1], log)

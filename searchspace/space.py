@@ -23,8 +23,9 @@ import numpy as np
 
 from .conditions import Condition, is_member, same_value
 from .config import FAMILIES, FAMILY_DEFAULTS, ArchConfig, knob_names, type_problems
-from .domains import SPEC_KEYS, Choice, Domain, DomainError, Fixed, FloatRange, IntRange, parse_domain
-from .errors import LwnasError, did_you_mean
+from .domains import (SPEC_KEYS, Choice, Domain, DomainError, Fixed, FloatRange, IntRange, checked_values,
+                      parse_domain)
+from .errors import LwnasError, did_you_mean, shown
 from .sharing import PATTERN_FAMILIES, generate_pattern, parse_pattern
 from .training import TRAINING_DEFAULTS, TRAINING_KNOBS, training_value_problem
 
@@ -102,7 +103,7 @@ class SearchSpace:
     def from_dict(cls, data: Any, family: str, check: bool = True) -> "SearchSpace":
         """Parse the ``space`` mapping of a study; raises SpaceError listing every problem."""
         if family not in FAMILIES:
-            raise SpaceError([(("family",), f"must be one of {', '.join(FAMILIES)}, got {family!r}")])
+            raise SpaceError([(("family",), f"must be one of {', '.join(FAMILIES)}, got {shown(family)}")])
         if not isinstance(data, Mapping):
             raise SpaceError([(("space",), f"must map knob names to domains, got {type(data).__name__}")])
         problems: list[Problem] = []
@@ -178,10 +179,10 @@ class SearchSpace:
         def choose(knob: Knob) -> Any:
             if knob.name not in params:
                 problems.append((("space", knob.name), "is active here but has no value"))
-                return knob.domain.values()[0]
+                return knob.domain.at(0)
             value = params[knob.name]
             if not knob.domain.contains(value):
-                problems.append((("space", knob.name), f"{value!r} is outside its domain ({knob.domain.describe()})"))
+                problems.append((("space", knob.name), f"{shown(value)} is outside its domain ({knob.domain.describe()})"))
             return value
 
         values = self.effective(choose)
@@ -216,7 +217,7 @@ class SearchSpace:
                 problems.append((name, f"`{name}: {value}` means no grouping: leave `{name}` out and set "
                                        "g_mha and g_ffn to false"))
             elif not knob.domain.contains(value):
-                problems.append((name, f"{value!r} is outside its domain ({knob.domain.describe()})"))
+                problems.append((name, f"{shown(value)} is outside its domain ({knob.domain.describe()})"))
         if problems:
             return problems
         known, unknown = self.base_values(), set()
@@ -315,7 +316,7 @@ def _parse_knob(name: str, spec: Any, family: str, problems: list[Problem]) -> K
     if name in INPUT_SIZES and not isinstance(domain, Fixed):
         problems.append((path, "is an input size the task fixes; it can be set to one value, not searched"))
         return None
-    bad = [(v, m) for v in domain.values() if (m := _value_problem(name, v, family))]
+    bad = [(v, m) for v in checked_values(domain) if (m := _value_problem(name, v, family))]
     key = _domain_key(spec)
     for value, message in bad:
         problems.append(((*path, key) if key else path, message))
@@ -359,7 +360,7 @@ def _value_problem(name: str, value: Any, family: str) -> str | None:
         try:
             parse_pattern(value)
         except ValueError as exc:
-            return (f"{value!r} is neither a pattern family ({', '.join(PATTERN_FAMILIES)}) nor a pattern: {exc}")
+            return (f"{shown(value)} is neither a pattern family ({', '.join(PATTERN_FAMILIES)}) nor a pattern: {exc}")
         return None
     problems = [m for k, m in type_problems({"family": family, name: value}) if k == name]
     return problems[0] if problems else None

@@ -2,7 +2,9 @@
 
 The architecture's rules between knobs (``config.RULES``) each read a few knobs. Knobs joined by
 a rule form a component; each component is enumerated on its own (with the knobs its conditions
-read), so a study with many knobs is checked in thousands of steps, not their full product.
+read), so a study with many knobs is checked in thousands of steps, not their full product. A wide
+domain (`int: [1, 100000000]`, a long `choice`) takes part through a fixed subset of its values
+(``domains.checked_values``), so checking costs the same whatever the widths.
 A value that no combination can use is reported as such; otherwise the first combination that
 breaks a rule is shown with how many do.
 """
@@ -18,7 +20,7 @@ import numpy as np
 
 from .conditions import same_value
 from .config import RULES, rule_violations
-from .domains import Fixed, FloatRange, show_value
+from .domains import Fixed, FloatRange, checked_values, show_value
 from .space import ACTIVATION_RULES, Knob, Problem, SearchSpace
 
 ENUMERATION_LIMIT = 200_000  # combinations enumerated exactly; beyond, a random sample is checked
@@ -44,7 +46,7 @@ def discrete_size(space: SearchSpace) -> tuple[int, bool]:
     leaves = [k for k in space.searched if k.name not in parents and not isinstance(k.domain, FloatRange)]
     total, exact = 0, True
     for values, _ in _combinations(space, parents):
-        total += math.prod(len(k.domain.values()) for k in leaves if _active(k, values))
+        total += math.prod(k.domain.size() for k in leaves if _active(k, values))
     if _product(space, parents) > ENUMERATION_LIMIT:
         exact = False
     return total, exact
@@ -104,7 +106,8 @@ def _closure(space: SearchSpace, names: set[str]) -> set[str]:
 
 # ---- enumeration -------------------------------------------------------------------------------
 def _product(space: SearchSpace, names: set[str]) -> int:
-    return math.prod(len(k.domain.values()) for k in space.knobs if k.name in names)
+    """Combinations of the knobs ``names`` that the checks look at (wide domains represented)."""
+    return math.prod(len(checked_values(k.domain)) for k in space.knobs if k.name in names)
 
 
 def _combinations(space: SearchSpace, names: set[str]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
@@ -114,16 +117,16 @@ def _combinations(space: SearchSpace, names: set[str]) -> Iterator[tuple[dict[st
     Beyond ``ENUMERATION_LIMIT`` combinations a seeded random sample is yielded instead.
     """
     order = [k for k in space.knobs if k.name in names]
+    domains = [checked_values(k.domain) for k in order]  # never a whole wide range or a long choice
     if _product(space, names) <= ENUMERATION_LIMIT:
-        grids = itertools.product(*(k.domain.values() for k in order))
+        grids = itertools.product(*domains)
     else:
         rng = np.random.default_rng(0)
-        grids = (tuple(k.domain.values()[int(rng.integers(len(k.domain.values())))] for k in order)
-                 for _ in range(SAMPLED_COMBINATIONS))
+        grids = (tuple(d[int(rng.integers(len(d)))] for d in domains) for _ in range(SAMPLED_COMBINATIONS))
     seen: set[tuple] = set()
     for combo in grids:
         pick = dict(zip((k.name for k in order), combo))
-        values = space.effective(lambda knob: pick.get(knob.name, knob.domain.values()[0]))
+        values = space.effective(lambda knob: pick.get(knob.name, knob.domain.at(0)))
         chosen = {k.name: values[k.name] for k in order if _active(k, values) and not isinstance(k.domain, Fixed)}
         key = tuple(sorted((k, repr(v)) for k, v in chosen.items()))
         if key in seen:  # inactive knobs make several combinations the same point

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import FAMILIES
-from .errors import ConfigError, did_you_mean
+from .errors import ConfigError, did_you_mean, shown
 from .space import SearchSpace, SpaceError
 from .training import STUDY_TRAINING_KEYS, training_value_problem
 from .yamlsource import YamlProblem, line_of, load_located, loads_located
@@ -26,7 +26,10 @@ SAMPLERS = ("nsga2", "tpe", "gp", "random", "nni-tpe", "nni-evolution")
 SCHEDULERS = ("none", "mo-asha")
 TOP_KEYS = ("name", "description", "task", "task_options", "family", "objectives", "constraints", "budget",
             "tuner", "seed_configs", "training", "space")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# a study's name becomes part of file and folder names (Ray's results, exports) and of printed
+# shell commands: one path component that cannot climb out of its folder or be read as an option
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+NAME_RULE = "1 to 100 letters, digits, `-`, `_` or `.`, starting with a letter or digit"
 FamilyOf = Callable[[str], "str | None"]
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 
@@ -136,6 +139,18 @@ def loads_study(text: str, name: str = "<study>", task_family: FamilyOf | None =
     return study_from_dict(data, Path(name), lines, task_family)
 
 
+def name_problem(name: Any) -> str | None:
+    """What is wrong with a study name (the study's `name` or a `--name`), or None."""
+    if isinstance(name, str) and _NAME.match(name):
+        return None
+    return f"must be {NAME_RULE}, got {shown(name)}"
+
+
+def path_component(name: str) -> str:
+    """``name`` as one safe file or folder name (a study in storage may predate the name rule)."""
+    return name if _NAME.match(name) else (re.sub(r"[^A-Za-z0-9_.-]", "_", name).lstrip("._-")[:100] or "study")
+
+
 def study_from_dict(data: Any, path: Path | None = None, lines: dict | None = None,
                     task_family: FamilyOf | None = None, check_space: bool = True) -> Study:
     lines = lines or {}
@@ -150,11 +165,11 @@ def study_from_dict(data: Any, path: Path | None = None, lines: dict | None = No
         if key not in data:
             problems.append(((), f"`{key}` is missing"))
     name = data.get("name", path.stem if path else "study")
-    if not isinstance(name, str) or not _NAME.match(name):
-        problems.append((("name",), f"must be letters, digits, `-`, `_` or `.`, got {name!r}"))
+    if name_problem(name):
+        problems.append((("name",), name_problem(name)))
     task = data.get("task", "")
     if not isinstance(task, str) or not task:
-        problems.append((("task",), f"must be a built-in task name or `package.module:Class`, got {task!r}"))
+        problems.append((("task",), f"must be a built-in task name or `package.module:Class`, got {shown(task)}"))
     family = _family(data, task_family, problems)
     objectives = _objectives(data["objectives"], problems) if "objectives" in data else ()
     constraints = _constraints(data.get("constraints") or {}, problems)
@@ -198,10 +213,10 @@ def _family(data: Mapping, task_family: FamilyOf | None, problems: list) -> str 
             problems.append((("task",), str(exc)))
             return None
         if from_task is None:
-            problems.append((("family",), f"is needed for task {task!r}: give one of {', '.join(FAMILIES)}"))
+            problems.append((("family",), f"is needed for task {shown(task)}: give one of {', '.join(FAMILIES)}"))
         return from_task
     if family not in FAMILIES:
-        problems.append((("family",), f"must be one of {', '.join(FAMILIES)}, got {family!r}"
+        problems.append((("family",), f"must be one of {', '.join(FAMILIES)}, got {shown(family)}"
                                       f"{did_you_mean(str(family), FAMILIES)}"))
         return None
     return family
@@ -214,7 +229,7 @@ def _objectives(raw: Any, problems: list) -> tuple[Objective, ...]:
         items = [{"metric": r} if isinstance(r, str) else r for r in raw]
     else:
         problems.append((("objectives",), f"must be a list like [accuracy, params] or a mapping like "
-                                          f"{{accuracy: maximize}}, got {raw!r}"))
+                                          f"{{accuracy: maximize}}, got {shown(raw)}"))
         return ()
     if not items:
         problems.append((("objectives",), "needs at least one objective"))
@@ -223,7 +238,7 @@ def _objectives(raw: Any, problems: list) -> tuple[Objective, ...]:
         where = ("objectives", item.get("metric", i) if isinstance(raw, Mapping) and isinstance(item, Mapping) else i)
         if not isinstance(item, Mapping) or not isinstance(item.get("metric"), str):
             problems.append((where, f"an objective is a metric name or {{metric: NAME, direction: maximize|minimize}}, "
-                                    f"got {item!r}"))
+                                    f"got {shown(item)}"))
             continue
         extra = [k for k in item if k not in ("metric", "direction")]
         for key in extra:
@@ -232,7 +247,7 @@ def _objectives(raw: Any, problems: list) -> tuple[Objective, ...]:
         default = "minimize" if metric in COST_METRICS else "maximize"
         direction = item.get("direction") or default
         if direction not in DIRECTIONS:
-            problems.append((where, f"direction must be maximize or minimize, got {direction!r}"))
+            problems.append((where, f"direction must be maximize or minimize, got {shown(direction)}"))
         elif metric in COST_METRICS and direction != "minimize":
             problems.append((where, f"`{metric}` is a cost: it can only be minimised"))
         if any(o.metric == metric for o in out):
@@ -243,7 +258,7 @@ def _objectives(raw: Any, problems: list) -> tuple[Objective, ...]:
 
 def _constraints(raw: Any, problems: list) -> tuple[Constraint, ...]:
     if not isinstance(raw, Mapping):
-        problems.append((("constraints",), f"must map a cost to bounds, e.g. {{params: {{max: 5.0e6}}}}, got {raw!r}"))
+        problems.append((("constraints",), f"must map a cost to bounds, e.g. {{params: {{max: 5.0e6}}}}, got {shown(raw)}"))
         return ()
     out = []
     for metric, bounds in raw.items():
@@ -255,11 +270,11 @@ def _constraints(raw: Any, problems: list) -> tuple[Constraint, ...]:
         if _is_number(bounds):
             bounds = {"max": bounds}
         if not isinstance(bounds, Mapping) or not bounds or any(k not in ("min", "max") for k in bounds):
-            problems.append((where, f"bounds are {{max: N}} and/or {{min: N}}, got {bounds!r}"))
+            problems.append((where, f"bounds are {{max: N}} and/or {{min: N}}, got {shown(bounds)}"))
             continue
         low, high = bounds.get("min"), bounds.get("max")
         if any(v is not None and (not _is_number(v) or v < 0) for v in (low, high)):
-            problems.append((where, f"bounds must be numbers >= 0, got {dict(bounds)!r}"))
+            problems.append((where, f"bounds must be numbers >= 0, got {shown(dict(bounds))}"))
             continue
         if low is not None and high is not None and low > high:
             problems.append((where, f"`min <= max` must hold, but got (min={low:g}, max={high:g})"))
@@ -270,20 +285,20 @@ def _constraints(raw: Any, problems: list) -> tuple[Constraint, ...]:
 
 def _budget(raw: Any, problems: list) -> Budget:
     if not isinstance(raw, Mapping):
-        problems.append((("budget",), f"must be a mapping like {{trials: 20, epochs: 3, time: 30m}}, got {raw!r}"))
+        problems.append((("budget",), f"must be a mapping like {{trials: 20, epochs: 3, time: 30m}}, got {shown(raw)}"))
         return Budget()
     out: dict[str, Any] = {}
     for key, value in raw.items():
         where = ("budget", key)
         if key in ("trials", "epochs"):
             if not _is_int(value) or value < 1:
-                problems.append((where, f"must be an integer >= 1, got {value!r}"))
+                problems.append((where, f"must be an integer >= 1, got {shown(value)}"))
             else:
                 out[key] = value
         elif key == "time":
             seconds = parse_duration(value)
             if seconds is None:
-                problems.append((where, f"must be seconds or a duration like 90s, 30m, 2h, got {value!r}"))
+                problems.append((where, f"must be seconds or a duration like 90s, 30m, 2h, got {shown(value)}"))
             else:
                 out["time_s"] = seconds
         else:
@@ -318,7 +333,7 @@ _TUNER_RULES: dict[str, tuple[str, Any]] = {
 
 def _tuner(raw: Any, problems: list) -> TunerSettings:
     if not isinstance(raw, Mapping):
-        problems.append((("tuner",), f"must be a mapping like {{sampler: nsga2, seed: 0}}, got {raw!r}"))
+        problems.append((("tuner",), f"must be a mapping like {{sampler: nsga2, seed: 0}}, got {shown(raw)}"))
         return TunerSettings()
     out = {}
     for key, value in raw.items():
@@ -329,7 +344,7 @@ def _tuner(raw: Any, problems: list) -> TunerSettings:
         rule, ok = _TUNER_RULES[key]
         if not ok(value):
             hint = did_you_mean(str(value), SAMPLERS if key == "sampler" else SCHEDULERS) if key in ("sampler", "scheduler") else ""
-            problems.append((where, f"must be {rule}, got {value!r}{hint}"))
+            problems.append((where, f"must be {rule}, got {shown(value)}{hint}"))
         else:
             out[key] = value
     return TunerSettings(**out)
@@ -337,7 +352,7 @@ def _tuner(raw: Any, problems: list) -> TunerSettings:
 
 def _training(raw: Any, space: Any, problems: list) -> dict[str, Any]:
     if not isinstance(raw, Mapping):
-        problems.append((("training",), f"must be a mapping of fixed training settings, got {raw!r}"))
+        problems.append((("training",), f"must be a mapping of fixed training settings, got {shown(raw)}"))
         return {}
     out = {}
     for key, value in raw.items():
@@ -359,20 +374,20 @@ def _training(raw: Any, space: Any, problems: list) -> dict[str, Any]:
 
 def _seed_configs(raw: Any, space: SearchSpace | None, problems: list) -> dict[str, dict[str, Any]]:
     if not isinstance(raw, Mapping):
-        problems.append((("seed_configs",), f"must map a name to knob values, got {raw!r}"))
+        problems.append((("seed_configs",), f"must map a name to knob values, got {shown(raw)}"))
         return {}
     out = {}
     for name, params in raw.items():
         where = ("seed_configs", name)
         if not isinstance(params, Mapping):
-            problems.append((where, f"must map knobs to values, got {params!r}"))
+            problems.append((where, f"must map knobs to values, got {shown(params)}"))
             continue
         if space is None:
             continue
         fixed = {k.name: k.domain.value for k in space.knobs if not k.searched}
         for knob, value in params.items():
             if knob in fixed and value != fixed[knob]:
-                problems.append(((*where, knob), f"is {value!r} but the space fixes it to {fixed[knob]!r}"))
+                problems.append(((*where, knob), f"is {shown(value)} but the space fixes it to {shown(fixed[knob])}"))
         searched = {k: v for k, v in params.items() if k not in fixed}
         found = space.partial_problems(searched)
         problems.extend(((*where, knob), message) for knob, message in found)

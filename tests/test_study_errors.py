@@ -265,7 +265,7 @@ def test_loads_study_names_the_given_name(tmp_path):
         task: digits
         objectives: [accuracy]
         space: {d_model: 32}
-        """, "name", "name:", ("must be letters, digits, `-`, `_` or `.`", "'my study!'")),
+        """, "name", "name:", ("must be 1 to 100 letters, digits, `-`, `_` or `.`", "'my study!'")),
     Case("task-not-text", """
         task: 3
         family: encoder

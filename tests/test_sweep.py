@@ -235,6 +235,11 @@ def test_sweep_on_postgres_keeps_the_password_out_of_its_output(tmp_path):
         if secret in url:
             assert secret not in s.output, "the database password was printed"
             assert "LWNAS_STORAGE" in s.output
+            # nor written anywhere: Ray's results and experiment state, logs, the study's stored attributes
+            leaked = [p for p in tmp_path.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+            assert not leaked, leaked
+            stored = json.dumps([loaded.user_attrs] + [t.user_attrs for t in loaded.trials], default=str)
+            assert secret not in stored
     finally:
         try:
             optuna.delete_study(study_name=name, storage=url)

@@ -227,6 +227,7 @@ def test_ctrl_c_stops_the_sweep_and_resume_finishes_it(tmp_path):
     # lwnas's hint is the only one: Ray's own restore advice and its tracebacks do not reach the user
     assert output.count("resume") == 1 and "Tuner.restore" not in output, output[-3000:]
     assert "Traceback" not in output and "FileNotFoundError" not in output, output[-3000:]
+    assert rc == 4, f"an interrupted sweep must exit non-zero (4), got {rc}:\n{output[-3000:]}"
 
     before = read_trials(url, name)
     assert any(t.state == COMPLETE for t in before.values()), {n: t.state.name for n, t in before.items()}

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from searchspace import ArchConfig, build_model
+from searchspace.errors import LwnasError, shorten, shown
 from searchspace.files import dump_config
 
 from .loop import TrainResult, TrainSettings, resolve_device
@@ -30,17 +31,63 @@ def save_run(result: TrainResult, out: Path, task_options: dict[str, Any], prove
     return metrics
 
 
-def load_run(path: Path, device: str = "auto") -> tuple[torch.nn.Module, Task, dict]:
-    """Rebuild the model of a checkpoint (weights loaded, eval mode) and its task."""
-    ckpt = torch.load(path, map_location="cpu", weights_only=True)
+class CheckpointError(LwnasError, ValueError):
+    """A checkpoint that cannot be read, rebuilt or evaluated as asked."""
+
+
+SPLITS = ("train", "val", "test")
+
+
+def load_run(path: Path, device: str = "auto", data: Path | None = None) -> tuple[torch.nn.Module, Task, dict]:
+    """Rebuild the model of a checkpoint (weights loaded, eval mode) and its task.
+
+    ``data`` replaces the data path the checkpoint recorded (a `features` run evaluated elsewhere).
+    """
+    ckpt = _read_checkpoint(path)
     config = ArchConfig.from_dict(ckpt["config"])
     model = build_model(config)
-    model.load_state_dict(ckpt["state_dict"])
+    try:
+        model.load_state_dict(ckpt["state_dict"])
+    except RuntimeError as exc:  # missing, unexpected or mis-shaped weights
+        detail = " ".join(str(exc).split())
+        raise CheckpointError(f"{path}: its weights do not match its configuration ({shorten(detail, 300)}); "
+                              f"was the file edited? Train the configuration again with `lwnas train`") from None
     dev = resolve_device(TrainSettings(device=device).device)
-    return model.to(dev).eval(), resolve_task(ckpt["task"], **ckpt["task_options"]), ckpt
+    options = {**ckpt["task_options"], **({"path": str(data)} if data else {})}
+    try:
+        task = resolve_task(ckpt["task"], **options)
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, LwnasError):
+            raise
+        raise CheckpointError(f"cannot load the data of task {ckpt['task']!r} for {path}: {exc}; pass "
+                              f"--data with the data file (the checkpoint keeps the path given to `lwnas train`, "
+                              f"relative to where it ran)") from None
+    return model.to(dev).eval(), task, ckpt
 
 
-def evaluate_checkpoint(path: Path, split: str = "test", device: str = "auto") -> dict[str, float]:
-    model, task, ckpt = load_run(path, device)
-    data = task.load(seed=ckpt["settings"]["seed"])
-    return task.evaluate(model, data[split])
+def _read_checkpoint(path: Path) -> dict[str, Any]:
+    """The checkpoint's contents, or a CheckpointError saying the file is not one."""
+    if not path.is_file():
+        raise CheckpointError(f"no such checkpoint: {path} (`lwnas train` writes OUT/checkpoint.pt)")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - empty, truncated, random bytes: torch, zipfile and pickle all differ
+        reason = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CheckpointError(f"{path} is not a readable checkpoint ({shorten(reason, 200)}); is it truncated "
+                              f"or another file? Point at the checkpoint.pt that `lwnas train` wrote") from None
+    missing = [k for k in ("config", "task", "task_options", "settings", "state_dict")
+               if not isinstance(ckpt, dict) or k not in ckpt]
+    if missing:
+        raise CheckpointError(f"{path} is not a checkpoint written by `lwnas train` (it lacks "
+                              f"{', '.join(missing)})")
+    return ckpt
+
+
+def evaluate_checkpoint(path: Path, split: str = "test", device: str = "auto",
+                        data: Path | None = None) -> dict[str, float]:
+    """The metrics of a checkpoint's model on one split of its task's data."""
+    if split not in SPLITS:
+        raise CheckpointError(f"--split must be one of {', '.join(SPLITS)}, got {shown(split)}")
+    model, task, ckpt = load_run(path, device, data)
+    loaded = task.load(seed=ckpt["settings"]["seed"])
+    return task.evaluate(model, loaded[split])

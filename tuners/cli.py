@@ -149,14 +149,14 @@ def evaluate(
     checkpoint: Annotated[Path, typer.Argument(help="checkpoint.pt written by `lwnas train`.")],
     split: Annotated[str, typer.Option(help="train, val or test.")] = "test",
     device: Annotated[str, typer.Option(help="auto, cpu or cuda.")] = "auto",
+    data: Annotated[Optional[Path], typer.Option(
+        help="Data file for the `features` task, replacing the path the checkpoint recorded (needed when "
+             "evaluating from another folder than the one `lwnas train` ran in).")] = None,
 ) -> None:
     """Re-compute a trained checkpoint's metrics on a split (prints JSON)."""
     from trainers.checkpoint import evaluate_checkpoint
 
-    if not checkpoint.exists():
-        err.print(f"[red]error[/red] no such checkpoint: {checkpoint}")
-        raise typer.Exit(2)
-    sys.stdout.write(json.dumps(evaluate_checkpoint(checkpoint, split, device), indent=2) + "\n")
+    sys.stdout.write(json.dumps(evaluate_checkpoint(checkpoint, split, device, data), indent=2) + "\n")
 
 
 def _unwrap(text: str) -> str:

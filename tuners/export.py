@@ -17,7 +17,7 @@ import optuna
 from searchspace import ArchConfig
 from searchspace.errors import LwnasError
 from searchspace.files import dump_config
-from searchspace.study import Study, StudyError, study_from_dict
+from searchspace.study import Study, StudyError, path_component, study_from_dict
 
 from . import storage as keys
 from .pareto import pareto_front
@@ -94,16 +94,24 @@ def export_text(ot_study: optuna.Study, record: TrialRecord) -> str:
 
 
 def export_file_name(ot_study: optuna.Study, record: TrialRecord) -> str:
-    return f"{ot_study.study_name}-trial-{record.number:04d}.yaml"
+    """One file name, never a path: the study's name may come from storage written by anyone."""
+    return f"{path_component(ot_study.study_name)}-trial-{record.number:04d}.yaml"
 
 
 def export_trials(ot_study: optuna.Study, which: str, out_dir: Path, infeasible: bool = False) -> list[Path]:
-    """Write one YAML per selected trial into ``out_dir``; returns the files' paths."""
+    """Write the chosen trials' YAML files into ``out_dir`` (created if needed); their paths."""
     records = select_trials(ot_study, which, infeasible)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ExportError(f"-o {out_dir} is a file, not a folder: give a folder for the YAML files")
     paths = []
-    for record in records:
-        path = out_dir / export_file_name(ot_study, record)
-        path.write_text(export_text(ot_study, record))
-        paths.append(path)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for record in records:
+            path = out_dir / export_file_name(ot_study, record)
+            path.write_text(export_text(ot_study, record))
+            paths.append(path)
+    except OSError as exc:
+        where = exc.filename or out_dir
+        raise ExportError(f"cannot write {where}: {exc.strerror or exc}; choose a folder you can write to "
+                          f"with -o") from None
     return paths

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import shlex
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +23,7 @@ from rich.table import Table
 from searchspace.study import Study
 
 from .pareto import pareto_front
-from .storage import masked, record_of
+from .storage import record_of, storage_arg
 from .trainable import NUMBER
 
 
@@ -104,17 +105,18 @@ class SweepProgress(Callback):
     def finish(self, interrupted: bool, storage: str) -> None:
         print_front(self.ot_study, self.study, self.out)
         name = self.ot_study.study_name
-        url = masked(storage)
-        if url != storage:  # never print the password; point at the environment variable instead
+        url = storage_arg(storage)  # shell-quoted; never the password
+        if url != shlex.quote(storage):
             self.out.print("(set LWNAS_STORAGE to the storage URL; the commands below then need no --storage)")
-            url = '"$LWNAS_STORAGE"'
+        quoted = shlex.quote(name)
         if interrupted:
             self.out.print(f"[yellow]stopped before the budget was spent[/yellow]; continue with: "
-                           f"lwnas resume {name} --storage {url}")
-        self.out.print(f"status: lwnas status {name} --storage {url}\n"
-                       f"browse the fronts: lwnas dashboard --storage {url}\n"
-                       f"export the front: lwnas export {name} --trials pareto --storage {url} -o exported/\n"
-                       f"open in Optuna: optuna.load_study(study_name={name!r}, storage=<the storage URL>)")
+                           f"{escape(f'lwnas resume {quoted} --storage {url}')}")
+        self.out.print(escape(f"status: lwnas status {quoted} --storage {url}\n"
+                              f"browse the fronts: lwnas dashboard --storage {url}\n"
+                              f"export the front: lwnas export {quoted} --trials pareto --storage {url} -o exported/\n"
+                              f"open in Optuna: optuna.load_study(study_name={name!r}, storage=<the storage URL>)"),
+                       highlight=False)
 
 
 def print_front(ot_study: optuna.Study, study: Study | None, out: Console) -> None:

@@ -20,14 +20,16 @@ from optuna.trial import TrialState
 from ray.tune.search.optuna import OptunaSearch
 
 from searchspace.convert import optuna_suggest
-from searchspace.errors import LwnasError
+from searchspace.errors import LwnasError, shorten
 from searchspace.study import Study
 
 from . import storage as keys
 from .constraints import StaticCosts
 from .trainable import NUMBER, SEED, trial_seed
 
-MAX_REJECTIONS = 2000  # infeasible points in a row before the sweep gives up on the constraints
+# infeasible points in a row before the sweep gives up on the constraints (each costs ~0.1 s to check;
+# constraints that no point meets at all are refused before the sweep starts, as `lwnas space validate` does)
+MAX_REJECTIONS = 1000
 
 
 class InfeasibleStudyError(LwnasError, RuntimeError):
@@ -85,8 +87,9 @@ class StudySearcher(OptunaSearch):
                 return {**params, NUMBER: ot_trial.number, SEED: trial_seed(self.study.tuner.seed, ot_trial.number)}
             self._tell_infeasible(ot_trial, verdict)
             self._rejected(trial_id)
-        raise InfeasibleStudyError(f"{MAX_REJECTIONS} points in a row broke the constraints "
-                                   f"({self.static.summary()['reasons']}); relax them or narrow the space")
+        reasons = ", ".join(f"{k}: {v}" for k, v in self.static.summary()["reasons"].items())
+        raise InfeasibleStudyError(f"{MAX_REJECTIONS} points in a row broke the constraints ({shorten(reasons)}); "
+                                   f"relax them or narrow the space")
 
     def _propose(self, trial_id: str) -> bool:
         """Hook before each ask (another proposer enqueues its point here); False: nothing to propose."""

@@ -10,7 +10,10 @@ Feasibility goes through Optuna's constraint API (``Trial.set_constraint``).
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from searchspace.errors import LwnasError
@@ -37,34 +40,81 @@ REQUEUED_FROM = "requeued_from"  # number of the interrupted trial this one re-r
 DEFAULT_STORAGE = "sqlite:///lwnas.db"
 
 
-def masked(url: str) -> str:
-    """The storage URL with any password replaced by ***, for logs and messages."""
-    try:
-        from sqlalchemy.engine import make_url
+# user:password@ up to the last @ before any query string: a password may hold @, / or : unescaped
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://[^:@/?]*):([^?]*)@")
+_QUERY_SECRET = re.compile(r"((?:password|passwd|pwd|sslpassword)=)([^&]*)", re.IGNORECASE)
 
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # not an SQLAlchemy URL (e.g. a journal file): nothing to hide
-        return url
+
+def masked(url: str) -> str:
+    """The storage URL with any password replaced by ***, by pattern, whether or not the URL parses."""
+    text = _USERINFO.sub(r"\1:***@", url)
+    return _QUERY_SECRET.sub(r"\1***", text)
+
+
+def storage_arg(url: str) -> str:
+    """``url`` as a shell word for a printed command; a URL with a password is left to LWNAS_STORAGE."""
+    return '"$LWNAS_STORAGE"' if masked(url) != url else shlex.quote(url)
+
+
+def secrets_of(url: str) -> list[str]:
+    """The passwords written in ``url`` (what ``masked`` hides), longest first."""
+    userinfo = _USERINFO.match(url)
+    found = ([userinfo.group(2)] if userinfo else []) + [m.group(2) for m in _QUERY_SECRET.finditer(url)]
+    # a driver that splits the URL elsewhere may echo a piece of the password (`pre@secret` -> `secret@host`)
+    pieces = [piece for s in found for piece in re.split(r"[@:/]", s)]
+    return sorted({s for s in found + pieces if s}, key=len, reverse=True)
+
+
+def scrub(text: str, url: str) -> str:
+    """``text`` (a driver's error message, say) with the URL masked and every password in it replaced."""
+    text = text.replace(url, masked(url))
+    for secret in secrets_of(url):
+        text = text.replace(secret, "***")
+    return text
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of a driver's error (SQLAlchemy wraps it in ``orig`` and appends SQL and links)."""
+    if isinstance(exc.__cause__, Exception):  # Optuna wraps the driver's error in a generic one of its own
+        exc = exc.__cause__
+    text = str(getattr(exc, "orig", None) or exc)
+    return text.splitlines()[0] if text.strip() else type(exc).__name__
 
 
 class StorageError(LwnasError, RuntimeError):
     """The storage cannot be reached or read; the message names the masked URL and the fix."""
 
 
-def open_storage(url: str):
-    """An Optuna RDB storage for ``url``, with a clear error when it cannot be reached."""
+def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL (None for other databases and for SQLite in memory)."""
+    if not url.startswith("sqlite:///") or ":memory:" in url:
+        return None
+    path = url[len("sqlite:///"):].split("?", 1)[0]
+    return Path(path) if path and not path.startswith("file:") else None
+
+
+def open_storage(url: str, *, create: bool = False):
+    """An Optuna RDB storage for ``url``, with a clear error when it cannot be reached.
+
+    Only ``lwnas sweep`` passes ``create=True``: every other command reading a SQLite file that
+    is not there (a mistyped path) is told so, instead of leaving an empty database behind.
+    """
     import optuna
     from sqlalchemy.exc import SQLAlchemyError
 
+    path = sqlite_path(url)
+    if path is not None and not create and not path.is_file():
+        raise StorageError(f"no database at {masked(url)}: {path.resolve()} does not exist (is the path "
+                           f"mistyped? `lwnas sweep STUDY.yaml --storage URL` creates one)")
     try:
-        return optuna.storages.RDBStorage(url, engine_kwargs=_engine_kwargs(url))
+        return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs(url))
     except (SQLAlchemyError, ImportError, ValueError, OSError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise StorageError(f"cannot open storage {masked(url)}: {_scrub(reason, url)}. "
+        raise StorageError(f"cannot open storage {masked(url)}: {scrub(first_line(exc), url)}. "
                            f"{_hint(url)}") from None
 
 
-def _engine_kwargs(url: str) -> dict[str, Any]:
+def engine_kwargs(url: str) -> dict[str, Any]:
+    """SQLAlchemy engine options lwnas uses for ``url`` (Optuna's storage and the driver lease)."""
     if url.startswith("sqlite"):
         # several processes (sweep driver, dashboard, status) share one file: wait for locks
         return {"connect_args": {"timeout": 60}}
@@ -78,17 +128,6 @@ def _hint(url: str) -> str:
     if url.startswith("sqlite"):
         return "Is the directory writable? A SQLite file only works where every reader shares its file system."
     return "Check the URL (sqlite:///file.db or postgresql://user@host/db)."
-
-
-def _scrub(text: str, url: str) -> str:
-    """Remove a password that a driver may echo in its error message."""
-    try:
-        from sqlalchemy.engine import make_url
-
-        password = make_url(url).password
-    except Exception:
-        return text
-    return text.replace(password, "***") if password else text
 
 
 @dataclass

@@ -116,9 +116,11 @@ def low_corner(space: SearchSpace) -> dict:
     """
     def lowest(knob: Knob):
         d = knob.domain
-        if isinstance(d, IntRange) or (isinstance(d, Choice) and all(isinstance(v, int) for v in d.choices)):
-            return min(d.values())
-        return d.values()[0]
+        if isinstance(d, IntRange):
+            return d.low
+        if isinstance(d, Choice) and all(isinstance(v, int) for v in d.choices):
+            return min(d.choices)
+        return d.at(0)
     return space.active_params(space.effective(lowest))
 
 

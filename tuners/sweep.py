@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import sys
 import time
 import warnings
@@ -22,12 +23,12 @@ import optuna
 from rich.console import Console
 
 from searchspace.errors import LwnasError
-from searchspace.study import Study
+from searchspace.study import Study, path_component
 
 from . import storage as keys
 from .constraints import StaticCosts
 from .ray_logs import quiet_ray_interrupts
-from .storage import masked, open_storage
+from .storage import StorageError, first_line, masked, open_storage, scrub, sqlite_path, storage_arg
 from .study_check import make_task
 
 TERMINAL_OUTCOMES = ("complete", "pruned", "failed")  # count toward the budget; infeasible and interrupted do not
@@ -36,6 +37,12 @@ SAMPLERS_NEEDING_NNI = ("nni-tpe", "nni-evolution")
 
 class SweepError(LwnasError, RuntimeError):
     pass
+
+
+class SweepIncomplete(SweepError):
+    """The sweep stopped (Ctrl-C, its time budget) before its trial budget was spent."""
+
+    exit_code = 4
 
 
 @dataclass
@@ -73,7 +80,7 @@ def make_sampler(study: Study, trials_so_far: int = 0) -> optuna.samplers.BaseSa
 
 def open_study_storage(study: Study, options: SweepOptions, resume: bool) -> optuna.Study:
     """Create the Optuna study (or reopen it when resuming) with lwnas's study attributes."""
-    storage = open_storage(options.storage)
+    storage = open_storage(options.storage, create=not resume)
     name = options.name or study.name
     existing = {s.study_name for s in optuna.get_all_study_summaries(storage)}
     directions = [o.direction for o in study.objectives]
@@ -85,8 +92,12 @@ def open_study_storage(study: Study, options: SweepOptions, resume: bool) -> opt
     if name in existing:
         raise SweepError(f"study {name!r} already exists in {masked(options.storage)}: continue it with "
                          f"`lwnas resume {name}`, or give this sweep another --name")
-    ot_study = optuna.create_study(study_name=name, storage=storage, directions=directions,
-                                   sampler=make_sampler(study))
+    try:
+        ot_study = optuna.create_study(study_name=name, storage=storage, directions=directions,
+                                       sampler=make_sampler(study))
+    except optuna.exceptions.DuplicatedStudyError:  # another `lwnas sweep` created it a moment ago
+        raise SweepError(f"study {name!r} already exists in {masked(options.storage)}: continue it with "
+                         f"`lwnas resume {name}`, or give this sweep another --name") from None
     with warnings.catch_warnings():  # experimental in Optuna 5, and what optuna-dashboard reads
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         ot_study.set_metric_names([o.metric for o in study.objectives])
@@ -120,17 +131,38 @@ def counted_trials(ot_study: optuna.Study) -> int:
 
 
 def run_sweep(study: Study, options: SweepOptions, resume: bool = False) -> optuna.Study:
-    """Run (or resume) a sweep; returns the Optuna study."""
+    """Run (or resume) a sweep as the study's one driver; returns the Optuna study.
+
+    Raises SweepIncomplete when the driver stopped before the budget was spent (the CLI exits non-zero).
+    """
+    from .lease import StudyLease
+
+    out = Console(stderr=True, soft_wrap=True)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    ot_study = open_study_storage(study, options, resume)
+    # the lease comes before anything touches the trials: re-queueing RUNNING trials would steal a live driver's
+    lease = StudyLease(options.storage, ot_study.study_name)
+    lease.acquire()
+    try:
+        if lease.taken_over:
+            out.print(f"took the study over from a driver that is gone ({lease.taken_over.describe()})",
+                      highlight=False)
+        return _drive(study, options, ot_study, lease, resume, out)
+    finally:
+        lease.release()
+
+
+def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, lease, resume: bool,
+           out: Console) -> optuna.Study:
+    """The sweep itself, run while this driver holds the study's lease."""
     from ray import tune
 
+    from .lease import LeaseStopper
     from .mo_asha import MOASHA
     from .progress import SweepProgress, ray_logs_to
     from .searcher import StudySearcher
     from .trainable import run_trial
 
-    out = Console(stderr=True, soft_wrap=True)
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    ot_study = open_study_storage(study, options, resume)
     requeued = requeue_interrupted(ot_study) if resume else []
     if requeued:
         out.print(f"re-queued trials interrupted by the last driver: {requeued}")
@@ -157,7 +189,7 @@ def run_sweep(study: Study, options: SweepOptions, resume: bool = False) -> optu
         tune.with_parameters(run_trial, spec={**study.source, "name": ot_study.study_name},
                              cpus=study.tuner.cpus_per_trial),
         {"cpu": study.tuner.cpus_per_trial, "gpu": study.tuner.gpus_per_trial})
-    run_name = f"{ot_study.study_name}-{int(time.time())}"
+    run_name = f"{path_component(ot_study.study_name)}-{int(time.time())}"
     log_path = _ray_results_dir() / run_name / "sweep.log"
     progress = SweepProgress(ot_study, study, remaining, out, quiet=options.quiet, log_path=log_path)
     tuner = tune.Tuner(
@@ -167,15 +199,61 @@ def run_sweep(study: Study, options: SweepOptions, resume: bool = False) -> optu
                                     time_budget_s=study.budget.time_s),
         run_config=tune.RunConfig(name=run_name,
                                   storage_path=str(_ray_results_dir()), verbose=0, callbacks=[progress],
+                                  stop=LeaseStopper(lease),
                                   failure_config=tune.FailureConfig(max_failures=study.tuner.max_failures)))
     out.print(f"sweep {ot_study.study_name!r}: {remaining} trials, up to {concurrent} at a time, "
               f"{study.tuner.sampler} sampler, scheduler {study.tuner.scheduler}; storage {masked(options.storage)}")
-    # Ray prints its banners to stdout (keep stdout for results), failed trials' tracebacks go to the log
-    # file, and its interrupt advice that contradicts `lwnas resume` is dropped
-    with contextlib.redirect_stdout(sys.stderr), quiet_ray_interrupts(), ray_logs_to(log_path):
-        tuner.fit()
-    progress.finish(interrupted=counted_trials(ot_study) < budget, storage=options.storage)
+    try:
+        # Ray prints its banners to stdout (keep stdout for results), failed trials' tracebacks go to the log
+        # file, and its interrupt advice that contradicts `lwnas resume` is dropped
+        with contextlib.redirect_stdout(sys.stderr), quiet_ray_interrupts(), ray_logs_to(log_path):
+            tuner.fit()
+        if lease.lost is None:
+            lease.renew()  # a storage that broke while the last trials ran
+        if lease.lost is not None:
+            fix = (_storage_fix(options.storage, ot_study) if lease.storage_failed
+                   else "Let the driver that holds it now finish, or stop it and resume from here")
+            raise StorageError(f"the sweep stopped: {lease.lost}. {fix}")
+        done = counted_trials(ot_study)
+        progress.finish(interrupted=done < budget, storage=options.storage)
+    except Exception as exc:  # noqa: BLE001 - sorted below: a user's problem is one line, a bug keeps its traceback
+        reported = _user_error(exc, options.storage, ot_study)
+        if reported is exc:
+            raise
+        raise reported from None
+    if done < budget:
+        raise SweepIncomplete(f"{done} of {budget} trials done: the sweep stopped before its budget was spent")
     return ot_study
+
+
+def _user_error(exc: Exception, url: str, ot_study: optuna.Study) -> Exception:
+    """What to report for an error that escaped Ray's fit (Ray may wrap it): lwnas's own error, a
+    storage failure as one line with the fix, or ``exc`` itself (a bug, which keeps its traceback)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, LwnasError):
+            return seen
+        if isinstance(seen, (SQLAlchemyError, optuna.exceptions.StorageInternalError)):
+            return StorageError(f"the storage {masked(url)} failed mid-sweep: {scrub(first_line(seen), url)}. "
+                                f"{_storage_fix(url, ot_study)}")
+        seen = seen.__cause__ or seen.__context__
+    return exc
+
+
+def _storage_fix(url: str, ot_study: optuna.Study) -> str:
+    """What to do when the storage broke mid-sweep."""
+    resume = resume_command(ot_study.study_name, url)
+    path = sqlite_path(url)
+    if path is not None:
+        return f"Make {shlex.quote(str(path))} writable again (or put it back), then continue with: {resume}"
+    return f"Once the database accepts writes again, continue with: {resume}"
+
+
+def resume_command(name: str, url: str) -> str:
+    """``lwnas resume NAME --storage URL``, shell-quoted, with a password-bearing URL left to LWNAS_STORAGE."""
+    return f"lwnas resume {shlex.quote(name)} --storage {storage_arg(url)}"
 
 
 def _init_ray(address: str | None, study: Study) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -14,7 +15,10 @@ from .storage import DEFAULT_STORAGE
 
 err = Console(stderr=True, soft_wrap=True)
 STORAGE_HELP = ("SQL storage of the sweep's Optuna study: a SQLite file (sqlite:///lwnas.db, the default, in the "
-                "working directory) or postgresql://user@host/db for clusters. Passwords are never printed.")
+                "working directory) or postgresql://user@host/db for clusters. lwnas never prints a password, but "
+                "one given on the command line shows in `ps` to every user of the machine: put such a URL in "
+                "the LWNAS_STORAGE environment variable instead.")
+VALIDATE_SAMPLES = 8  # points costed to check the constraints, as `lwnas space validate` does by default
 Storage = Annotated[str, typer.Option("--storage", envvar="LWNAS_STORAGE", help=STORAGE_HELP)]
 
 
@@ -24,18 +28,20 @@ def _fail(message: str, code: int = 1) -> None:
 
 
 def _load_ot_study(name: str, storage: str):
+    """The study ``name`` in an existing storage (a missing SQLite file is an error, never created)."""
     import optuna
+
+    from searchspace.errors import shorten, shown
 
     from .storage import StorageError, masked, open_storage
 
+    backend = open_storage(storage)
     try:
-        backend = open_storage(storage)
         return optuna.load_study(study_name=name, storage=backend)
-    except StorageError as exc:
-        _fail(str(exc))
     except KeyError:
-        names = [s.study_name for s in optuna.get_all_study_summaries(open_storage(storage))]
-        _fail(f"no study {name!r} in {masked(storage)}; studies there: {', '.join(names) or 'none'}")
+        names = [s.study_name for s in optuna.get_all_study_summaries(backend)]
+        raise StorageError(f"no study {shown(name)} in {masked(storage)}; studies there: "
+                           f"{shorten(', '.join(names), 500) or 'none'}") from None
 
 
 def sweep(
@@ -46,22 +52,31 @@ def sweep(
     ] = None,
     trials: Annotated[Optional[int], typer.Option(help="Trials to train (overrides the study's budget).")] = None,
     max_concurrent: Annotated[Optional[int], typer.Option(help="Trials running at once.")] = None,
-    name: Annotated[Optional[str], typer.Option(help="Name of the study in storage (default: the study's).")] = None,
+    name: Annotated[Optional[str], typer.Option(
+        help="Name of the study in storage (default: the study's): 1 to 100 letters, digits, -, _ or ., "
+             "starting with a letter or digit.")] = None,
 ) -> None:
     """Find the accuracy-vs-cost Pareto front of a study: Ray Tune runs the trials, Optuna proposes them.
 
     Every trial lands in the storage as a normal Optuna study. Points that break the study's constraints are
     recorded as infeasible and never trained. Ctrl-C stops cleanly; `lwnas resume NAME` continues.
     """
-    from searchspace.study import StudyError
+    from searchspace.study import StudyError, name_problem
 
-    from .storage import StorageError
-    from .study_check import open_study, task_problems, make_task
-    from .sweep import SweepError, SweepOptions, run_sweep
+    from .constraints import StaticCosts
+    from .study_check import constraint_problems, cost_sample, make_task, open_study, task_problems
+    from .sweep import SweepOptions, run_sweep
 
+    if name is not None and name_problem(name):
+        _fail(f"--name {name_problem(name)}", code=2)
     try:
         study = open_study(study_file)
-        problems = task_problems(study, make_task(study))
+        task = make_task(study)
+        problems = task_problems(study, task)
+        if not problems and study.constraints:
+            # the check `lwnas space validate` makes: constraints that no point meets are refused before
+            # Ray starts, instead of a sweep that records infeasible points until it gives up
+            problems = constraint_problems(study, cost_sample(study, StaticCosts(study, task), VALIDATE_SAMPLES))
     except StudyError as exc:
         problems = list(exc.problems)
     for where, message in problems:
@@ -69,10 +84,7 @@ def sweep(
     if problems:
         raise typer.Exit(2)
     options = SweepOptions(storage=storage, address=address, trials=trials, max_concurrent=max_concurrent, name=name)
-    try:
-        run_sweep(study, options)
-    except (SweepError, StorageError) as exc:
-        _fail(str(exc))
+    run_sweep(study, options)  # its errors (LwnasError) print as one line each, with their exit codes
 
 
 def resume(
@@ -86,9 +98,8 @@ def resume(
     from searchspace.study import StudyError, study_from_dict
 
     from . import storage as keys
-    from .storage import StorageError
     from .study_check import task_family
-    from .sweep import SweepError, SweepOptions, run_sweep
+    from .sweep import SweepOptions, run_sweep
 
     ot_study = _load_ot_study(name, storage)
     spec = ot_study.user_attrs.get(keys.STUDY_SPEC)
@@ -96,12 +107,10 @@ def resume(
         _fail(f"study {name!r} was not created by lwnas sweep (it has no {keys.STUDY_SPEC} attribute)")
     try:
         study = study_from_dict(spec, task_family=task_family)
-        run_sweep(study, SweepOptions(storage=storage, address=address, max_concurrent=max_concurrent, name=name),
-                  resume=True)
     except StudyError as exc:
         _fail("; ".join(f"{w}: {m}" for w, m in exc.problems))
-    except (SweepError, StorageError) as exc:
-        _fail(str(exc))
+    run_sweep(study, SweepOptions(storage=storage, address=address, max_concurrent=max_concurrent, name=name),
+              resume=True)
 
 
 def status(
@@ -157,4 +166,4 @@ def export(
     for p in paths:
         sys.stdout.write(f"{p}\n")
     err.print(f"wrote {len(paths)} files; retrain one (the same seed reproduces its values) with: "
-              f"lwnas train {paths[0]}", highlight=False)
+              f"lwnas train {shlex.quote(str(paths[0]))}", highlight=False, markup=False)

@@ -1,0 +1,87 @@
+"""`lwnas evaluate` on files and options a user gets wrong: one line saying what to do, never a traceback.
+
+Each case runs the installed `lwnas` script on a checkpoint that a real `lwnas train` wrote (or a
+damaged copy of it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+CONFIG = "family: encoder\nd_model: 16\nheads: 2\nlayers: 1\ntraining: {epochs: 1, batch_size: 64}\n"
+
+
+def lwnas(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    return subprocess.run(["lwnas", *args], cwd=cwd, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PATH": path})
+
+
+def one_error(result: subprocess.CompletedProcess) -> str:
+    """The single line a failed command printed (and checks there is no traceback)."""
+    lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
+    assert result.returncode != 0 and len(lines) == 1, result.stdout + result.stderr
+    assert lines[0].startswith("error "), lines
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    """A digits checkpoint written by `lwnas train`."""
+    tmp = tmp_path_factory.mktemp("evaluate")
+    (tmp / "tiny.yaml").write_text(CONFIG)
+    result = lwnas("train", "tiny.yaml", "--task", "digits", "--out", "run", cwd=tmp)
+    assert result.returncode == 0, result.stderr
+    return tmp / "run" / "checkpoint.pt"
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated", "random-bytes"])
+def test_a_damaged_checkpoint_is_one_line(trained, tmp_path, damage):
+    data = trained.read_bytes()
+    broken = tmp_path / "checkpoint.pt"
+    broken.write_bytes({"empty": b"", "truncated": data[:len(data) // 2],
+                        "random-bytes": np.random.default_rng(0).bytes(4096)}[damage])
+    line = one_error(lwnas("evaluate", str(broken), cwd=tmp_path))
+    assert "is not a readable checkpoint" in line and "checkpoint.pt that `lwnas train` wrote" in line
+
+
+def test_weights_that_do_not_match_the_config_are_one_line(trained, tmp_path):
+    ckpt = torch.load(trained, weights_only=True)
+    ckpt["config"]["d_model"] = 32  # the weights are for d_model 16
+    edited = tmp_path / "checkpoint.pt"
+    torch.save(ckpt, edited)
+    line = one_error(lwnas("evaluate", str(edited), cwd=tmp_path))
+    assert "its weights do not match its configuration" in line and "size mismatch" in line
+
+
+def test_a_missing_checkpoint_and_a_bogus_split_are_one_line(trained, tmp_path):
+    assert "no such checkpoint" in one_error(lwnas("evaluate", str(tmp_path / "nope.pt"), cwd=tmp_path))
+    line = one_error(lwnas("evaluate", str(trained), "--split", "bogus", cwd=tmp_path))
+    assert line == "error --split must be one of train, val, test, got 'bogus'"
+
+
+def test_a_features_checkpoint_from_another_folder_takes_data(tmp_path):
+    rng = np.random.default_rng(0)
+    run_dir, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    run_dir.mkdir(), elsewhere.mkdir()
+    np.savez(run_dir / "mine.npz", regions=rng.normal(size=(120, 3, 4)).astype("float32"),
+             labels=rng.integers(0, 3, size=120))
+    (run_dir / "tiny.yaml").write_text(CONFIG)
+    trained = lwnas("train", "tiny.yaml", "--task", "features", "--data", "mine.npz", "--out", "run", cwd=run_dir)
+    assert trained.returncode == 0, trained.stderr
+    checkpoint = str(run_dir / "run" / "checkpoint.pt")
+
+    line = one_error(lwnas("evaluate", checkpoint, cwd=elsewhere))  # its relative data path is not found here
+    assert "mine.npz" in line and "pass --data" in line
+    evaluated = lwnas("evaluate", checkpoint, "--data", str(run_dir / "mine.npz"), cwd=elsewhere)
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert json.loads(evaluated.stdout)["accuracy"] == json.loads((run_dir / "run" / "metrics.json").read_text()
+                                                                  )["test"]["accuracy"]
