@@ -14,13 +14,19 @@ from searchspace.files import dump_config
 
 from .loop import TrainResult, TrainSettings, resolve_device
 from .tasks import Task, resolve_task
+from .tasks.base import DATA_SEED
 
 
-def save_run(result: TrainResult, out: Path, task_options: dict[str, Any], provenance: dict | None = None) -> dict:
-    """Write ``checkpoint.pt``, ``metrics.json`` and ``config.yaml`` (the exact configuration used)."""
+def save_run(result: TrainResult, out: Path, task_options: dict[str, Any], provenance: dict | None = None,
+             task: str | None = None) -> dict:
+    """Write ``checkpoint.pt``, ``metrics.json`` and ``config.yaml`` (the exact configuration used).
+
+    ``task`` is the reference the task was resolved from (a plugin's ``package.module:Class``), which
+    `lwnas evaluate` resolves again; a plugin's display name would not resolve.
+    """
     out.mkdir(parents=True, exist_ok=True)
     metrics = {**result.summary(), "history": result.history}
-    torch.save({"config": result.config.to_dict(), "task": result.task, "task_options": task_options,
+    torch.save({"config": result.config.to_dict(), "task": task or result.task, "task_options": task_options,
                 "settings": result.settings.to_dict(), "state_dict": result.model.state_dict(),
                 "metrics": metrics}, out / "checkpoint.pt")
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
@@ -89,5 +95,5 @@ def evaluate_checkpoint(path: Path, split: str = "test", device: str = "auto",
     if split not in SPLITS:
         raise CheckpointError(f"--split must be one of {', '.join(SPLITS)}, got {shown(split)}")
     model, task, ckpt = load_run(path, device, data)
-    loaded = task.load(seed=ckpt["settings"]["seed"])
+    loaded = task.load(seed=DATA_SEED)  # the split training saw, whatever its training seed
     return task.evaluate(model, loaded[split])

@@ -24,6 +24,7 @@ from searchspace.training import TRAINING, training_problems
 
 from .cost import cost
 from .tasks import Task, adapt_config, batches, split_size
+from .tasks.base import DATA_SEED
 
 
 class TrainingError(LwnasError, RuntimeError):
@@ -135,7 +136,7 @@ def train(config: ArchConfig, task: Task, settings: TrainSettings | None = None,
         torch.set_num_threads(settings.threads)
     torch.manual_seed(settings.seed)
     device = resolve_device(settings.device)
-    data = data or task.load(seed=settings.seed)
+    data = data or task.load(seed=DATA_SEED)
     static = cost(config, memory=False)
     model = build_model(config).to(device)
     lr = settings.lr * (math.sqrt(config.groups) if settings.lr_sqrt_groups else 1.0)

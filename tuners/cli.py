@@ -136,7 +136,7 @@ def train(
         err.print(f"[red]error[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
     provenance = f.metadata.get("provenance")
-    save_run(result, out, task_options, provenance)
+    save_run(result, out, task_options, provenance, task=task_name)
     summary = ", ".join(f"{k} {v:.4f}" for k, v in result.test.items())
     err.print(f"trained {result.task} in {result.wall_time:.1f}s: test {summary}; params {result.params:,}")
     err.print(f"wrote {out}/checkpoint.pt, metrics.json, config.yaml; re-evaluate with: lwnas evaluate "

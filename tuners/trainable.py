@@ -65,6 +65,7 @@ def run_trial(config: dict[str, Any], spec: dict[str, Any], cpus: float = 1.0) -
     from ray import tune
 
     from trainers.loop import TrainingError, TrainSettings, train
+    from trainers.tasks.base import DATA_SEED
 
     import ray
 
@@ -73,7 +74,7 @@ def run_trial(config: dict[str, Any], spec: dict[str, Any], cpus: float = 1.0) -
     study = _study(spec)
     point = study.space.resolve(params_of(config))
     settings = TrainSettings.from_dict(trial_training(study, point.training, int(config.get(SEED, 0)), cpus))
-    task, data = _task_and_data(study, seed=0)  # the data split is fixed; the seed varies the training
+    task, data = _task_and_data(study, seed=DATA_SEED)  # the data split is fixed; the seed varies the training
     try:
         train(point.config, task, settings, callback=lambda r: tune.report({**r, "host": host, "node": node}),
               progress=False, data=data)
