@@ -216,8 +216,14 @@ def compare_tab(data: StudyData) -> None:
 
 
 def export_tab(data: StudyData, url: str) -> None:
-    exportable = [n for n in st.session_state.get(SELECTED, []) if n in data.by_number
-                  and data.by_number[n].config]
+    chosen = [n for n in st.session_state.get(SELECTED, []) if n in data.by_number and data.by_number[n].config]
+    # as `lwnas export`: a trial that broke the constraints was never trained, so it is not offered
+    infeasible = [n for n in chosen if data.by_number[n].outcome == "infeasible" or not data.by_number[n].feasible]
+    exportable = [n for n in chosen if n not in infeasible]
+    if infeasible:
+        st.warning(f"Not exported: trial(s) {', '.join(map(str, sorted(infeasible)))} broke the study's "
+                   "constraints and were never trained. `lwnas export NAME --trials N --infeasible` writes "
+                   "one anyway.")
     if not exportable:
         st.info("Select trials to export: on the front, in the trials table, or in the sidebar "
                 "(“Select the front” picks every non-dominated trial).")
@@ -228,7 +234,7 @@ def export_tab(data: StudyData, url: str) -> None:
     st.caption(f"{len(download.files)} configuration file(s), byte for byte what the first command below writes; "
                "train one with the second.")
     st.code(f"lwnas export {shlex.quote(data.name)} --trials {','.join(map(str, sorted(exportable)))}\n"
-            f"lwnas train FILE --task {shlex.quote(str(data.spec.get('task', 'TASK')))}", language="bash")
+            "lwnas train FILE", language="bash")
     first, text = next(iter(download.files.items()))
     st.markdown(f"**{md(first)}**")
     st.code(text, language="yaml")

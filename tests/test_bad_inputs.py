@@ -53,8 +53,8 @@ CASES = [
     Bad("unknown-command", {}, ("swep", "s.yaml"), "No such command 'swep'"),
     Bad("storage-unknown-scheme", {}, ("status", "quickstart", "--storage", "sqlit:///lwnas.db"),
         "error cannot open storage sqlit:///lwnas.db", 1),
-    Bad("study-not-in-storage", {}, ("status", "quickstrat", "--storage", "sqlite:///lwnas.db"),
-        "error no study 'quickstrat' in sqlite:///lwnas.db", 1),
+    Bad("storage-file-missing", {}, ("status", "quickstart", "--storage", "sqlite:///lwnas.db"),
+        "error no database at sqlite:///lwnas.db: ", 1),
 ]
 
 
@@ -75,6 +75,16 @@ def test_features_data_without_labels_names_what_it_has(tmp_path):
     np.savez(tmp_path / "data.npz", regions=np.zeros((4, 2, 3), dtype=np.float32))
     result = lwnas(tmp_path, "train", "c.yaml", "--task", "features", "--data", "data.npz")
     assert result.returncode == 1 and f"error features: {tmp_path / 'data.npz'} lacks `labels` (has: regions)" in result.stderr
+
+
+def test_a_study_not_in_the_storage_names_those_that_are(tmp_path):
+    import optuna
+
+    url = "sqlite:///lwnas.db"
+    optuna.create_study(study_name="quickstart", storage=f"sqlite:///{tmp_path / 'lwnas.db'}")
+    result = lwnas(tmp_path, "status", "quickstrat", "--storage", url)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert f"error no study 'quickstrat' in {url}; studies there: quickstart" in ANSI.sub("", result.stderr)
 
 
 # ---- the catalogue in docs/studies.md ---------------------------------------------------------------

@@ -508,3 +508,18 @@ def test_the_page_never_shows_the_storage_password(monkeypatch):
         assert secret not in page and ":***@" in shown(at.sidebar.caption[0].value)
     finally:
         optuna.delete_study(study_name=name, storage=PG_URL)
+
+
+def test_export_leaves_out_infeasible_trials_as_lwnas_export_does(seeded, monkeypatch, downloads, tmp_path):
+    url, study = seeded
+    at = run_app(url, monkeypatch, "Export")
+    infeasible = next(t.number for t in study.trials if t.user_attrs["outcome"] == "infeasible")
+    pruned = next(t.number for t in study.trials if t.user_attrs["outcome"] == "pruned")
+    at.multiselect(key="selected").set_value([infeasible]).run()
+    assert not at.exception and not at.download_button
+    assert any(f"trial(s) {infeasible} broke" in shown(w.value) for w in at.warning)
+    at.multiselect(key="selected").set_value([infeasible, pruned]).run()
+    file_name, data = downloads[-1]
+    assert file_name == f"seeded-trial-{pruned:04d}.yaml"
+    assert {file_name: data} == lwnas_export(url, "seeded", [pruned], tmp_path / "cli")
+    assert any("lwnas train FILE" in c.value and "--task" not in c.value for c in at.code)
