@@ -54,7 +54,10 @@ def study_file(directory: Path, name: str = "tiny", constraints: str = "", trial
 URLS = [f"postgresql://u:{SECRET}@127.0.0.1:notaport/db",  # does not parse
         f"postgresql://u:{SECRET}@127.0.0.1:1/db",  # parses, refuses connections
         f"postgresql://u:pre@{SECRET}@127.0.0.1:1/db",  # an @ inside the password
-        f"postgresql://127.0.0.1:1/db?user=u&password={SECRET}"]
+        f"postgresql://127.0.0.1:1/db?user=u&password={SECRET}",
+        f"postgresql://u:pre?{SECRET}@127.0.0.1:1/db",  # a ? inside the password
+        f" postgresql://u:{SECRET}@127.0.0.1:1/db",  # pasted with a leading blank
+        f"postgresql://u:{SECRET.replace('-', '%2D')}@127.0.0.1:1/db"]  # %-escaped: drivers echo it decoded
 
 
 def assert_masked(result: subprocess.CompletedProcess) -> None:
