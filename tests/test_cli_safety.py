@@ -105,6 +105,8 @@ def test_hostile_study_names_are_refused(tmp_path):
     assert result.returncode == 2 and "must be 1 to 100 letters" in result.stderr, result.stderr
     result = lwnas("sweep", str(study), "--name", "n" * 101, cwd=tmp_path)
     assert result.returncode == 2 and "got 'nnnnn" in result.stderr
+    result = lwnas("sweep", str(study), "--name", "tiny\n", cwd=tmp_path)  # a newline would reach paths and Ray
+    assert result.returncode == 2 and "must be 1 to 100 letters" in result.stderr, result.stderr
     assert not list(tmp_path.rglob("pwned")) and not (tmp_path / "lwnas.db").exists()
 
 
@@ -116,7 +118,8 @@ def test_a_hostile_name_in_storage_stays_inside_the_export_folder(tmp_path):
     written = [Path(p) for p in result.stdout.split()]
     assert written and all(p.parent == Path("out/sub") for p in written), written
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*.yaml")) == sorted(written)
-    hint = result.stderr.split("train one in full with: ", 1)[1].strip()
+    hint = result.stderr.split(" with: lwnas train ", 1)[1].strip()
+    hint = f"lwnas train {hint}"
     words = shlex.split(hint)  # the printed command is one command, shell-quoted
     assert words[:2] == ["lwnas", "train"] and Path(words[2]) in written
     assert not list(tmp_path.rglob("pwned"))
