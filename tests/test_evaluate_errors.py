@@ -68,7 +68,19 @@ def test_a_missing_checkpoint_and_a_bogus_split_are_one_line(trained, tmp_path):
     assert line == "error --split must be one of train, val, test, got 'bogus'"
 
 
-def test_a_features_checkpoint_from_another_folder_takes_data(tmp_path):
+def test_data_or_options_a_task_does_not_take_are_one_line(trained, tmp_path):
+    # --data on a task that reads no file, and an option the task has not, are refused before it is built
+    hint = "error task_options: task `digits` takes no option 'path' (its options: none); --data serves tasks"
+    assert one_error(lwnas("evaluate", str(trained), "--data", "x.npz", cwd=tmp_path)).startswith(hint)
+    (tmp_path / "tiny.yaml").write_text(CONFIG)
+    assert one_error(lwnas("train", "tiny.yaml", "--task", "digits", "--data", "x.npz", cwd=tmp_path)).startswith(hint)
+    (tmp_path / "opts.yaml").write_text(f"task: digits\ntask_options: {{bogus: 1}}\n{CONFIG}")
+    line = one_error(lwnas("train", "opts.yaml", cwd=tmp_path))
+    assert line == "error task_options: task `digits` takes no option 'bogus' (its options: none)", line
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_features_checkpoint_whose_data_moved_takes_data(tmp_path):
     rng = np.random.default_rng(0)
     run_dir, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
     run_dir.mkdir(), elsewhere.mkdir()
@@ -79,9 +91,11 @@ def test_a_features_checkpoint_from_another_folder_takes_data(tmp_path):
     assert trained.returncode == 0, trained.stderr
     checkpoint = str(run_dir / "run" / "checkpoint.pt")
 
-    line = one_error(lwnas("evaluate", checkpoint, cwd=elsewhere))  # its relative data path is not found here
+    # `lwnas train` records the data path absolute (any folder finds it); once the file moves, --data says where
+    (run_dir / "mine.npz").rename(elsewhere / "moved.npz")
+    line = one_error(lwnas("evaluate", checkpoint, cwd=elsewhere))
     assert "mine.npz" in line and "pass --data" in line
-    evaluated = lwnas("evaluate", checkpoint, "--data", str(run_dir / "mine.npz"), cwd=elsewhere)
+    evaluated = lwnas("evaluate", checkpoint, "--data", "moved.npz", cwd=elsewhere)
     assert evaluated.returncode == 0, evaluated.stderr
     assert json.loads(evaluated.stdout)["accuracy"] == json.loads((run_dir / "run" / "metrics.json").read_text()
                                                                   )["test"]["accuracy"]
