@@ -48,6 +48,14 @@ def test_a_long_choice_validates_and_a_wide_range_still_finds_broken_rules(tmp_p
     assert result.returncode == 2 and "must be divisible by `heads`" in result.stderr, result.stderr
 
 
+def test_a_range_beyond_a_knobs_limit_is_one_line(tmp_path):
+    result = validate(study(tmp_path, "  d_model: {int: [16, 1600000000], step: 16}\n  heads: 2\n  layers: 1\n"))
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error ")]
+    assert result.returncode == 2 and len(lines) == 1, result.stderr[:3000]
+    assert "space.d_model.int: must be at most 65,536 (the knob's limit), got " in lines[0], lines
+    assert "more of the values checked)" in lines[0], lines
+
+
 def test_huge_values_in_seed_configs_are_quoted_truncated(tmp_path):
     space = "  d_model: {choice: [16, 32]}\n  heads: 2\n  layers: 1\n"
     result = validate(study(tmp_path, space, extra=f"seed_configs:\n  s: {{d_model: {'x' * 1_000_000}}}\n"))
