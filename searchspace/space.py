@@ -318,8 +318,12 @@ def _parse_knob(name: str, spec: Any, family: str, problems: list[Problem]) -> K
         return None
     bad = [(v, m) for v in checked_values(domain) if (m := _value_problem(name, v, family))]
     key = _domain_key(spec)
-    for value, message in bad:
-        problems.append(((*path, key) if key else path, message))
+    by_rule: dict[str, list[str]] = {}  # one line per rule broken: a wide range breaks one at every value checked
+    for _, message in bad:
+        by_rule.setdefault(message.split(", got ", 1)[0], []).append(message)
+    for messages in by_rule.values():
+        more = f" (and {len(messages) - 1} more of the values checked)" if len(messages) > 1 else ""
+        problems.append(((*path, key) if key else path, messages[0] + more))
     if default is not None and (m := _value_problem(name, default, family)):
         problems.append(((*path, "default"), f"default: {m}"))
     if bad:

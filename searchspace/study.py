@@ -28,7 +28,7 @@ TOP_KEYS = ("name", "description", "task", "task_options", "family", "objectives
             "tuner", "seed_configs", "training", "space")
 # a study's name becomes part of file and folder names (Ray's results, exports) and of printed
 # shell commands: one path component that cannot climb out of its folder or be read as an option
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}\Z")  # \Z: `$` would let a trailing newline through
 NAME_RULE = "1 to 100 letters, digits, `-`, `_` or `.`, starting with a letter or digit"
 FamilyOf = Callable[[str], "str | None"]
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")

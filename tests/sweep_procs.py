@@ -76,10 +76,18 @@ def kill_session(proc: subprocess.Popen, timeout: float = 30) -> None:
         time.sleep(0.2)
 
 
-def lwnas(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run the installed `lwnas` script in ``cwd`` as a user types it; output captured as text."""
-    return subprocess.run(["lwnas", *map(str, args)], cwd=cwd, env={**proc_env(cwd), "COLUMNS": "200"},
+def lwnas(cwd: Path, *args: str, timeout: float = 300, **env: str) -> subprocess.CompletedProcess:
+    """Run the installed `lwnas` script in ``cwd`` as a user types it (``env`` added); output captured as text."""
+    return subprocess.run(["lwnas", *map(str, args)], cwd=cwd, env=proc_env(cwd, **{"COLUMNS": "200", **env}),
                           capture_output=True, text=True, timeout=timeout)
+
+
+def one_error(result: subprocess.CompletedProcess) -> str:
+    """The one line of a failed command (nothing else printed, no traceback)."""
+    lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
+    assert result.returncode != 0 and len(lines) == 1 and lines[0].startswith("error "), \
+        (result.returncode, result.stdout + result.stderr)
+    return lines[0]
 
 
 def start_proc(cmd: list[str], cwd: Path, env: dict, log: Path) -> subprocess.Popen:

@@ -15,8 +15,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from sweep_procs import (PG_URL, SWEEP_TIMEOUT, kill_session, postgres_or_skip, proc_env, start_proc, states_sqlite,
-                         tail, wait_for)
+from sweep_procs import (PG_URL, SWEEP_TIMEOUT, kill_session, lwnas, one_error, postgres_or_skip, proc_env, start_proc,
+                         states_sqlite, tail, wait_for)
 
 from dashboards.sample import seed_study
 
@@ -24,21 +24,8 @@ SECRET = "S3cr3t-pw"
 HOSTILE = "../../x;$(touch pwned)"
 
 
-def lwnas(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["lwnas", *args], cwd=cwd, capture_output=True, text=True, timeout=300,
-                          env=proc_env(cwd, **env))
-
-
 def error_lines(result: subprocess.CompletedProcess) -> list[str]:
     return [line for line in (result.stdout + result.stderr).splitlines() if line.startswith("error ")]
-
-
-def one_error(result: subprocess.CompletedProcess) -> str:
-    """The one line of a failed command (nothing else printed, no traceback)."""
-    lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
-    assert result.returncode != 0 and len(lines) == 1 and lines[0].startswith("error "), \
-        (result.returncode, result.stdout + result.stderr)
-    return lines[0]
 
 
 def study_file(directory: Path, name: str = "tiny", constraints: str = "", trials: int = 2, epochs: int = 1) -> Path:
@@ -54,7 +41,10 @@ def study_file(directory: Path, name: str = "tiny", constraints: str = "", trial
 URLS = [f"postgresql://u:{SECRET}@127.0.0.1:notaport/db",  # does not parse
         f"postgresql://u:{SECRET}@127.0.0.1:1/db",  # parses, refuses connections
         f"postgresql://u:pre@{SECRET}@127.0.0.1:1/db",  # an @ inside the password
-        f"postgresql://127.0.0.1:1/db?user=u&password={SECRET}"]
+        f"postgresql://127.0.0.1:1/db?user=u&password={SECRET}",
+        f"postgresql://u:pre?{SECRET}@127.0.0.1:1/db",  # a ? inside the password
+        f" postgresql://u:{SECRET}@127.0.0.1:1/db",  # pasted with a leading blank
+        f"postgresql://u:{SECRET.replace('-', '%2D')}@127.0.0.1:1/db"]  # %-escaped: drivers echo it decoded
 
 
 def assert_masked(result: subprocess.CompletedProcess) -> None:
@@ -67,18 +57,18 @@ def test_no_command_prints_a_storage_password(tmp_path):
     study = study_file(tmp_path)
     url = URLS[0]
     for args in (["status", "x"], ["resume", "x"], ["export", "x"], ["sweep", str(study)]):
-        assert_masked(lwnas(*args, "--storage", url, cwd=tmp_path))
-    assert_masked(lwnas("status", "x", cwd=tmp_path, LWNAS_STORAGE=url))
+        assert_masked(lwnas(tmp_path, *args, "--storage", url))
+    assert_masked(lwnas(tmp_path, "status", "x", LWNAS_STORAGE=url))
 
 
 @pytest.mark.parametrize("url", URLS[1:])
 def test_passwords_are_masked_whatever_the_url_looks_like(tmp_path, url):
-    assert_masked(lwnas("status", "x", "--storage", url, cwd=tmp_path))
+    assert_masked(lwnas(tmp_path, "status", "x", "--storage", url))
 
 
 def test_storage_help_warns_that_a_password_shows_in_ps(tmp_path):
     for command in ("sweep", "status"):  # one Storage option serves all four commands
-        text = " ".join(lwnas(command, "--help", cwd=tmp_path, COLUMNS="400").stdout.split())
+        text = " ".join(lwnas(tmp_path, command, "--help", COLUMNS="400").stdout.split())
         assert "shows in `ps`" in text and "LWNAS_STORAGE environment variable" in text, text
 
 
@@ -86,7 +76,7 @@ def test_storage_help_warns_that_a_password_shows_in_ps(tmp_path):
 def test_read_commands_on_a_mistyped_sqlite_path_create_nothing(tmp_path):
     for args in (["status", "x"], ["resume", "x"], ["export", "x"], ["status", "x", "--storage", "sqlite:///lwnsa.db"],
                  ["resume", "x", "--storage", "sqlite:///lwnsa.db"], ["export", "x", "--storage", "sqlite:///lwnsa.db"]):
-        line = one_error(lwnas(*args, cwd=tmp_path))
+        line = one_error(lwnas(tmp_path, *args))
         assert "no database at sqlite:///" in line and "does not exist" in line, line
     assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".db") == []
 
@@ -94,26 +84,29 @@ def test_read_commands_on_a_mistyped_sqlite_path_create_nothing(tmp_path):
 # ---- names -------------------------------------------------------------------------------------------
 def test_hostile_study_names_are_refused(tmp_path):
     study = study_file(tmp_path)
-    line = one_error(lwnas("sweep", str(study), "--name", HOSTILE, cwd=tmp_path))
+    line = one_error(lwnas(tmp_path, "sweep", str(study), "--name", HOSTILE))
     assert line.startswith("error --name must be 1 to 100 letters, digits")
     hostile = tmp_path / "hostile.yaml"
     hostile.write_text(study.read_text().replace("name: tiny", f"name: '{HOSTILE}'"))
-    result = lwnas("sweep", str(hostile), cwd=tmp_path)
+    result = lwnas(tmp_path, "sweep", str(hostile))
     assert result.returncode == 2 and "must be 1 to 100 letters" in result.stderr, result.stderr
-    result = lwnas("sweep", str(study), "--name", "n" * 101, cwd=tmp_path)
+    result = lwnas(tmp_path, "sweep", str(study), "--name", "n" * 101)
     assert result.returncode == 2 and "got 'nnnnn" in result.stderr
+    result = lwnas(tmp_path, "sweep", str(study), "--name", "tiny\n")  # a newline would reach paths and Ray
+    assert result.returncode == 2 and "must be 1 to 100 letters" in result.stderr, result.stderr
     assert not list(tmp_path.rglob("pwned")) and not (tmp_path / "lwnas.db").exists()
 
 
 def test_a_hostile_name_in_storage_stays_inside_the_export_folder(tmp_path):
     # a study written by other tools (or an older lwnas) may carry any name
     seed_study(f"sqlite:///{tmp_path / 'lwnas.db'}", name=HOSTILE, trials=6)
-    result = lwnas("export", HOSTILE, "-o", "out/sub", cwd=tmp_path)
+    result = lwnas(tmp_path, "export", HOSTILE, "-o", "out/sub")
     assert result.returncode == 0, result.stderr
     written = [Path(p) for p in result.stdout.split()]
     assert written and all(p.parent == Path("out/sub") for p in written), written
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*.yaml")) == sorted(written)
-    hint = result.stderr.split("train one in full with: ", 1)[1].strip()
+    hint = result.stderr.split(" with: lwnas train ", 1)[1].strip()
+    hint = f"lwnas train {hint}"
     words = shlex.split(hint)  # the printed command is one command, shell-quoted
     assert words[:2] == ["lwnas", "train"] and Path(words[2]) in written
     assert not list(tmp_path.rglob("pwned"))
@@ -123,18 +116,18 @@ def test_a_hostile_name_in_storage_stays_inside_the_export_folder(tmp_path):
 def test_export_to_a_file_or_an_unwritable_folder_is_one_line(tmp_path):
     seed_study(f"sqlite:///{tmp_path / 'lwnas.db'}", name="s", trials=6)
     (tmp_path / "taken").write_text("not a folder")
-    assert "is a file, not a folder" in one_error(lwnas("export", "s", "-o", "taken", cwd=tmp_path))
+    assert "is a file, not a folder" in one_error(lwnas(tmp_path, "export", "s", "-o", "taken"))
     assert (tmp_path / "taken").read_text() == "not a folder"
-    assert "Not a directory" in one_error(lwnas("export", "s", "-o", "taken/sub", cwd=tmp_path))
+    assert "Not a directory" in one_error(lwnas(tmp_path, "export", "s", "-o", "taken/sub"))
     # sysfs refuses new entries even to root (a chmod'ed folder would not stop root)
-    line = one_error(lwnas("export", "s", "-o", "/sys/lwnas-export", cwd=tmp_path))
+    line = one_error(lwnas(tmp_path, "export", "s", "-o", "/sys/lwnas-export"))
     assert line.startswith("error cannot write /sys/lwnas-export") and "choose a folder you can write to" in line
 
 
 # ---- constraints that admit no point -------------------------------------------------------------------
 def test_a_sweep_whose_constraints_admit_no_point_is_refused_before_ray(tmp_path):
     study = study_file(tmp_path, constraints="constraints: {params: {max: 10}}\n")
-    result = lwnas("sweep", str(study), cwd=tmp_path)
+    result = lwnas(tmp_path, "sweep", str(study))
     assert result.returncode == 2, result.stderr
     assert "constraints.params: no point meets params <= 10" in result.stderr, result.stderr
     assert "Ray" not in result.stderr and not (tmp_path / "lwnas.db").exists()

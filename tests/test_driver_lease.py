@@ -129,3 +129,31 @@ def test_a_killed_driver_is_taken_over_and_two_resumes_share_one_lease(tmp_path,
                 optuna.delete_study(study_name=name, storage=url)
             except KeyError:
                 pass
+
+
+def test_a_holder_in_another_pid_namespace_is_not_taken_for_gone(tmp_path):
+    """A driver in a container on host networking shares this host's name, not its pids: its fresh lease holds."""
+    from tuners.lease import LEASES
+
+    from dashboards.sample import seed_study
+
+    url = f"sqlite:///{tmp_path / 'lwnas.db'}"
+    seed_study(url, name="held", trials=2)
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid that no process of this namespace has now
+    engine = sa.create_engine(url)
+    try:
+        LEASES.metadata.create_all(engine)
+        with engine.begin() as con:
+            now = con.execute(sa.select(sa.func.current_timestamp())).scalar()  # the clock the lease judges by
+            con.execute(LEASES.insert().values(study_name="held", token=f"{uuid.uuid4().hex}@pid:[1]",
+                                               host=socket.gethostname(), pid=gone.pid, since=now, heartbeat=now))
+    finally:
+        engine.dispose()
+    result = subprocess.run(["lwnas", "resume", "held", "--storage", url], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=SWEEP_TIMEOUT, env=proc_env(tmp_path))
+    lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
+    assert result.returncode == 3 and len(lines) == 1, result.stdout + result.stderr
+    assert lines[0].startswith(f"error study 'held' is being run by another driver (pid {gone.pid} on "
+                               f"{socket.gethostname()} since "), lines[0]
+    assert _holder_pid(url, "held") == gone.pid

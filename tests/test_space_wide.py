@@ -30,20 +30,30 @@ def study(tmp_path: Path, space: str, extra: str = "") -> Path:
 
 
 def test_wide_int_ranges_validate_without_enumerating(tmp_path):
-    result = validate(study(tmp_path, "  d_model: {int: [16, 1600000000], step: 16}\n  heads: {choice: [1, 2]}\n"
-                                      "  layers: {int: [1, 100000000]}\n"))
+    # as wide as the knobs' limits allow (d_model 65,536, d_ff 262,144, layers 256): 34 billion points
+    result = validate(study(tmp_path, "  d_model: {int: [16, 65536], step: 16}\n  heads: {choice: [1, 2]}\n"
+                                      "  d_ff: {int: [16, 262144], step: 16}\n  layers: {int: [1, 256]}\n"))
     assert result.returncode == 0, result.stderr
-    assert "20,000,000,000,000,000 discrete combinations" in result.stderr, result.stderr
+    assert "34,359,738,368 discrete combinations" in result.stderr, result.stderr
 
 
 def test_a_long_choice_validates_and_a_wide_range_still_finds_broken_rules(tmp_path):
-    choices = ", ".join(str(16 * i) for i in range(1, 30001))  # 30,000 values (a quadratic check took minutes)
-    result = validate(study(tmp_path, f"  d_model: {{choice: [{choices}]}}\n  heads: 2\n  layers: 1\n"))
+    # 30,000 values (a quadratic check took minutes), within d_ff's limit of 262,144
+    choices = ", ".join(str(8 * i) for i in range(1, 30001))
+    result = validate(study(tmp_path, f"  d_ff: {{choice: [{choices}]}}\n  d_model: 64\n  heads: 2\n  layers: 1\n"))
     assert result.returncode == 0, result.stderr
     assert "30,000 discrete combinations" in result.stderr, result.stderr
     # heads beyond 64 never divide d_model 64: found among a wide range's checked values
-    result = validate(study(tmp_path, "  d_model: 64\n  heads: {int: [1, 100000000]}\n  layers: 1\n"))
+    result = validate(study(tmp_path, "  d_model: 64\n  heads: {int: [1, 1024]}\n  layers: 1\n"))
     assert result.returncode == 2 and "must be divisible by `heads`" in result.stderr, result.stderr
+
+
+def test_a_range_beyond_a_knobs_limit_is_one_line(tmp_path):
+    result = validate(study(tmp_path, "  d_model: {int: [16, 1600000000], step: 16}\n  heads: 2\n  layers: 1\n"))
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error ")]
+    assert result.returncode == 2 and len(lines) == 1, result.stderr[:3000]
+    assert "space.d_model.int: must be at most 65,536 (the knob's limit), got " in lines[0], lines
+    assert "more of the values checked)" in lines[0], lines
 
 
 def test_huge_values_in_seed_configs_are_quoted_truncated(tmp_path):

@@ -66,8 +66,8 @@ def load_run(path: Path, device: str = "auto", data: Path | None = None) -> tupl
         if isinstance(exc, LwnasError):
             raise
         raise CheckpointError(f"cannot load the data of task {ckpt['task']!r} for {path}: {exc}; pass "
-                              f"--data with the data file (the checkpoint keeps the path given to `lwnas train`, "
-                              f"relative to where it ran)") from None
+                              f"--data with the data file (the checkpoint keeps the absolute path `lwnas train` "
+                              f"read it from)") from None
     return model.to(dev).eval(), task, ckpt
 
 

@@ -151,7 +151,7 @@ def evaluate(
     device: Annotated[str, typer.Option(help="auto, cpu or cuda.")] = "auto",
     data: Annotated[Optional[Path], typer.Option(
         help="Data file for the `features` task, replacing the path the checkpoint recorded (needed when "
-             "evaluating from another folder than the one `lwnas train` ran in).")] = None,
+             "its data file has moved, or on another machine).")] = None,
 ) -> None:
     """Re-compute a trained checkpoint's metrics on a split (prints JSON)."""
     from trainers.checkpoint import evaluate_checkpoint

@@ -72,7 +72,10 @@ def trial_settings(ot_study: optuna.Study, record: TrialRecord) -> tuple[Study, 
         raise ExportError(f"study {ot_study.study_name!r} was not created by lwnas sweep "
                           f"(it has no {keys.STUDY_SPEC} attribute)")
     try:
-        study = study_from_dict(spec, task_family=task_family, check_space=False)
+        # the name rule guards the paths a sweep makes; a stored name predating it is contained where export
+        # makes paths (export_file_name), so it must not stop the rest of the study from reading
+        study = study_from_dict({**spec, "name": path_component(ot_study.study_name)}, task_family=task_family,
+                                check_space=False)
     except StudyError as exc:
         raise ExportError(f"study {ot_study.study_name!r}: its recorded study no longer reads: "
                           + "; ".join(f"{w}: {m}" for w, m in exc.problems)) from None

@@ -5,8 +5,10 @@
 heartbeat while Ray runs. The lease lives in a small table of its own (``lwnas_leases``) beside
 Optuna's tables, reached through SQLAlchemy on the same URL, because taking it must be atomic:
 an INSERT that only one driver can win, or an UPDATE conditioned on the old holder's token. A
-holder counts as gone when its heartbeat is stale, or when it ran on this host and its process
-no longer exists (a driver killed with ``kill -9`` is taken over at once by the next resume).
+holder counts as gone when its heartbeat is stale, or when it ran on this host, in this process
+namespace, and its process no longer exists (a driver killed with ``kill -9`` is taken over at once
+by the next resume). Heartbeats are stamped and judged by the database's clock, so drivers on
+hosts whose clocks disagree never see a live holder as stale.
 """
 
 from __future__ import annotations
@@ -33,10 +35,11 @@ _metadata = sa.MetaData()
 LEASES = sa.Table(
     "lwnas_leases", _metadata,
     sa.Column("study_name", sa.String(512), primary_key=True),
-    sa.Column("token", sa.String(64), nullable=False),  # this driver's identity (host and pid can repeat)
+    # this driver's identity (host and pid can repeat), then `@` and its process namespace (see Holder.gone)
+    sa.Column("token", sa.String(64), nullable=False),
     sa.Column("host", sa.String(255), nullable=False),
     sa.Column("pid", sa.Integer, nullable=False),
-    sa.Column("since", sa.DateTime, nullable=False),  # UTC, naive (SQLite keeps no zone)
+    sa.Column("since", sa.DateTime, nullable=False),  # UTC by the database's clock, naive (SQLite keeps no zone)
     sa.Column("heartbeat", sa.DateTime, nullable=False),
 )
 
@@ -53,12 +56,16 @@ class Holder:
     pid: int
     since: datetime
     heartbeat: datetime
+    namespace: str = ""  # the holder's process namespace, from its token
 
     def gone(self, now: datetime) -> bool:
         """True when the holding driver can no longer be running."""
         if (now - self.heartbeat).total_seconds() > STALE_S:
             return True
-        return self.host == socket.gethostname() and not _pid_alive(self.pid)
+        # containers on host networking share the host's name but not its pids: another namespace's pid
+        # says nothing here, so such a holder is only gone once its heartbeat is stale
+        return (self.host == socket.gethostname() and self.namespace == _pid_namespace()
+                and not _pid_alive(self.pid))
 
     def describe(self) -> str:
         return f"pid {self.pid} on {self.host} since {self.since:%Y-%m-%d %H:%M:%S} UTC"
@@ -74,8 +81,20 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _now() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+def _pid_namespace() -> str:
+    """This process's pid namespace ('' where the system has none to name)."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+
+
+def _db_now(con) -> datetime:
+    """The database's clock in UTC, naive: one clock for every driver, whatever their hosts' clocks say."""
+    now = con.execute(sa.select(sa.func.current_timestamp())).scalar()
+    if isinstance(now, str):  # a driver that returns SQLite's text as it is
+        now = datetime.fromisoformat(now)
+    return now.astimezone(timezone.utc).replace(tzinfo=None) if now.tzinfo else now  # SQLite's is UTC already
 
 
 class StudyLease:
@@ -83,7 +102,7 @@ class StudyLease:
 
     def __init__(self, url: str, study_name: str):
         self.url, self.study_name = url, study_name
-        self.token = uuid.uuid4().hex
+        self.token = f"{uuid.uuid4().hex}@{_pid_namespace()}"[:64]
         self.engine = sa.create_engine(url, **engine_kwargs(url))
         self.lost: str | None = None  # why the lease was lost mid-sweep (the driver then stops)
         self.storage_failed = False  # lost because the storage broke (not to another driver)
@@ -119,7 +138,8 @@ class StudyLease:
             _metadata.create_all(self.engine, checkfirst=True)
 
     def _take(self) -> None:
-        now = _now()
+        with self.engine.begin() as con:
+            now = _db_now(con)
         row = dict(study_name=self.study_name, token=self.token, host=socket.gethostname(), pid=os.getpid(),
                    since=now, heartbeat=now)
         try:
@@ -132,7 +152,8 @@ class StudyLease:
             current = con.execute(sa.select(LEASES).where(LEASES.c.study_name == self.study_name)).mappings().first()
         if current is None:  # released between our insert and our read: try once more from the start
             return self._take()
-        holder = Holder(current["host"], current["pid"], current["since"], current["heartbeat"])
+        holder = Holder(current["host"], current["pid"], current["since"], current["heartbeat"],
+                        current["token"].partition("@")[2])
         if not holder.gone(now):
             raise LeaseHeld(f"study {self.study_name!r} is being run by another driver ({holder.describe()}, "
                             f"last heartbeat {(now - holder.heartbeat).total_seconds():.0f} s ago); "
@@ -177,7 +198,7 @@ class StudyLease:
             with self.engine.begin() as con:
                 mine = con.execute(LEASES.update().where(LEASES.c.study_name == self.study_name,
                                                          LEASES.c.token == self.token)
-                                   .values(heartbeat=_now())).rowcount
+                                   .values(heartbeat=_db_now(con))).rowcount
         except SQLAlchemyError as exc:
             self.lost = f"the storage stopped answering: {scrub(first_line(exc), self.url)}"
             self.storage_failed = True

@@ -15,6 +15,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from searchspace.errors import LwnasError
 
@@ -40,8 +41,9 @@ REQUEUED_FROM = "requeued_from"  # number of the interrupted trial this one re-r
 DEFAULT_STORAGE = "sqlite:///lwnas.db"
 
 
-# user:password@ up to the last @ before any query string: a password may hold @, / or : unescaped
-_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://[^:@/?]*):([^?]*)@")
+# user:password@ up to the last @ before any query string (a password may hold @, / or : unescaped), else
+# up to the last @ at all (a password holding ?); leading blanks and a mistyped `scheme:/` are masked too
+_USERINFO = re.compile(r"^(\s*[A-Za-z][A-Za-z0-9+.\-]*:/*[^:@/?]*):([^?]*|.*)@")
 _QUERY_SECRET = re.compile(r"((?:password|passwd|pwd|sslpassword)=)([^&]*)", re.IGNORECASE)
 
 
@@ -61,6 +63,7 @@ def secrets_of(url: str) -> list[str]:
     userinfo = _USERINFO.match(url)
     found = ([userinfo.group(2)] if userinfo else []) + [m.group(2) for m in _QUERY_SECRET.finditer(url)]
     # a driver that splits the URL elsewhere may echo a piece of the password (`pre@secret` -> `secret@host`)
+    found += [unquote(s) for s in found]  # drivers decode %-escapes before they echo a password
     pieces = [piece for s in found for piece in re.split(r"[@:/]", s)]
     return sorted({s for s in found + pieces if s}, key=len, reverse=True)
 

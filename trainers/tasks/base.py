@@ -206,6 +206,16 @@ def absolute_path_options(name: str, options: dict[str, Any], base: Path) -> tup
 def resolve_task(name: str, **options: Any) -> Task:
     """A built-in task by name, or ``package.module:Class`` for a plugin, constructed with ``options``.
 
-    Constructing a plugin runs its code; validation uses ``task_class`` alone.
+    Constructing a plugin runs its code; validation uses ``task_class`` alone. Options the class does
+    not take are refused first, as a ConfigError naming them (not a TypeError from the constructor).
     """
-    return task_class(name)(**options)
+    cls = task_class(name)
+    accepted = inspect.signature(cls).parameters  # reads the signature: nothing of the class runs
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
+    unknown = [key for key in options if key not in accepted and not takes_any]
+    if unknown:
+        known = ", ".join(k for k, p in accepted.items() if p.kind is not inspect.Parameter.VAR_POSITIONAL) or "none"
+        raise ConfigError([("task_options", f"task `{name}` takes no option {key!r} (its options: {known})"
+                                            + ("; --data serves tasks that read a data file, such as `features`"
+                                               if key == "path" else "")) for key in unknown])
+    return cls(**options)
