@@ -39,7 +39,10 @@ def validate(case: Path, tmp_path: Path) -> subprocess.CompletedProcess:
         shutil.copy(case, work / case.name)
     lwnas = shutil.which("lwnas")
     assert lwnas, "the lwnas script is not installed in this environment"
-    env = {**os.environ, "HOME": str(home), "TMPDIR": str(tmp), "LWNAS_CACHE": str(tmp / "cache"),
+    # torch sets TORCHINDUCTOR_CACHE_DIR in the environment of a process that used its inductor (an earlier
+    # test in this pytest run may have): a child would inherit a cache folder outside the test's own
+    inherited = {k: v for k, v in os.environ.items() if k not in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
+    env = {**inherited, "HOME": str(home), "TMPDIR": str(tmp), "LWNAS_CACHE": str(tmp / "cache"),
            "PYTHONDONTWRITEBYTECODE": "1", "LWNAS_AUDIT_ROOT": str(tmp_path),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(HOSTILE / "audit"), os.environ.get("PYTHONPATH")]))}
     return subprocess.run([lwnas, "space", "validate", case.name], cwd=work, env=env, capture_output=True,
