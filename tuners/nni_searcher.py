@@ -17,6 +17,7 @@ from searchspace.convert import from_nni, to_nni
 from searchspace.study import Study
 
 from .constraints import StaticCosts
+from .objectives import minimised
 from .searcher import StudySearcher
 from .sweep import proposer_seed
 
@@ -48,8 +49,8 @@ def parego(values: np.ndarray, weights: np.ndarray, rho: float = 0.05) -> float:
 
 
 class NNISearcher(StudySearcher):
-    def __init__(self, study: Study, ot_study: optuna.Study, static: StaticCosts):
-        super().__init__(study, ot_study, static)
+    def __init__(self, study: Study, ot_study: optuna.Study, static: StaticCosts, storage: Any):
+        super().__init__(study, ot_study, static, storage)
         seed = proposer_seed(study, len(ot_study.get_trials(deepcopy=False)))  # a resume draws new points
         self.nni = make_nni_tuner(study, seed)
         self.rng = np.random.default_rng(seed)
@@ -60,7 +61,7 @@ class NNISearcher(StudySearcher):
     def _propose(self, trial_id: str) -> bool:
         import nni
 
-        if self._ot_study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)):
+        if self.ot_study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)):
             return True  # seed configs and re-queued trials first
         pid, self._next_id = self._next_id, self._next_id + 1
         try:
@@ -68,7 +69,7 @@ class NNISearcher(StudySearcher):
         except nni.NoMoreTrialError:
             return False
         self._pending[trial_id] = (pid, proposal)
-        self._ot_study.enqueue_trial(from_nni(self.study.space, proposal))
+        self.ot_study.enqueue_trial(from_nni(self.study.space, proposal))
         return True
 
     def _rejected(self, trial_id: str) -> None:
@@ -82,7 +83,7 @@ class NNISearcher(StudySearcher):
         if trial_id not in self._pending or ot_trial is None:
             return
         pid, proposal = self._pending.pop(trial_id)
-        frozen = self._ot_study._storage.get_trial(ot_trial._trial_id)
+        frozen = self.ot_study._storage.get_trial(ot_trial._trial_id)
         if frozen.state != optuna.trial.TrialState.COMPLETE:
             self.nni.trial_end(pid, success=False)
             return
