@@ -78,17 +78,15 @@ class NNISearcher(StudySearcher):
             self.nni.receive_trial_result(pid, proposal, -1e9)  # infeasible: the worst score
 
     def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
-        ot_trial = self._ot_trials.get(trial_id)
         super().on_trial_complete(trial_id, result, error)
-        if trial_id not in self._pending or ot_trial is None:
+        if trial_id not in self._pending or trial_id not in self.numbers:
             return
         pid, proposal = self._pending.pop(trial_id)
-        frozen = self.ot_study._storage.get_trial(ot_trial._trial_id)
+        frozen = self._frozen(trial_id)
         if frozen.state != optuna.trial.TrialState.COMPLETE:
             self.nni.trial_end(pid, success=False)
             return
-        signs = np.array([-1.0 if o.direction == "maximize" else 1.0 for o in self.objectives])
-        vector = np.array(frozen.values) * signs
+        vector = minimised(frozen.values, [o.direction for o in self.objectives])
         self._seen.append(vector)
         seen = np.stack(self._seen)
         span = np.where(seen.max(0) > seen.min(0), seen.max(0) - seen.min(0), 1.0)
