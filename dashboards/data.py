@@ -23,7 +23,8 @@ import pandas as pd
 from optuna.trial import TrialState
 
 from tuners import storage as keys
-from tuners.objectives import Outcome, minimised, nondominated
+from tuners.objectives import minimised, nondominated
+from tuners.outcomes import Outcome
 from tuners.pareto import front_candidates, hypervolume, reference_point
 from tuners.storage import StorageError, TrialRecord, masked, open_storage, record_of
 

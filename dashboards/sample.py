@@ -22,7 +22,8 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from optuna.trial import TrialState
 
 from tuners import storage as keys
-from tuners.objectives import Outcome, worst_value
+from tuners.objectives import worst_value
+from tuners.outcomes import Outcome
 
 MAX_PARAMS = 80_000  # the constraint: larger points are infeasible and never trained
 EPOCHS = 10

@@ -20,6 +20,7 @@ from searchspace.files import dump_config
 from searchspace.study import Study, StudyError, study_from_dict
 
 from . import storage as keys
+from .outcomes import Outcome
 from .pareto import pareto_front
 from .storage import TrialRecord, record_of
 from .study_check import task_family
@@ -61,7 +62,7 @@ def select_trials(ot_study: optuna.Study, which: str, infeasible: bool = False) 
 
 def _infeasible(record: TrialRecord) -> bool:
     """A point the sweep rejected before training: constraint broken or a value never measured."""
-    return (record.outcome == "infeasible" or not record.feasible
+    return (record.outcome == Outcome.INFEASIBLE or not record.feasible
             or any(not math.isfinite(v) for v in record.values or []))
 
 

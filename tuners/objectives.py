@@ -1,6 +1,6 @@
 """Objective math in one place: directions, minimisation, dominance, fronts, hypervolume, outcomes.
 
-Every objective vector is turned into minimisation here (maximised metrics negated) before it is
+(Trial outcomes are ``tuners.outcomes.Outcome``.) Every objective vector is turned into minimisation here (maximised metrics negated) before it is
 compared; dominance, non-dominated ranks and hypervolume come from moocore (a maintained
 implementation of the standard algorithms), so no other module writes a sign flip or a dominance test.
 """
@@ -9,28 +9,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from enum import Enum
 from typing import Any
 
 import numpy as np
 
 MAXIMIZE, MINIMIZE = "maximize", "minimize"
-
-
-class Outcome(str, Enum):
-    """What happened to a trial; stored as its plain value in the trial's ``outcome`` attribute."""
-
-    COMPLETE = "complete"  # trained its full budget
-    INFEASIBLE = "infeasible"  # broke a static constraint; never trained
-    PRUNED = "pruned"  # a scheduler stopped it early
-    FAILED = "failed"  # an error, a dead worker or a NaN metric
-    INTERRUPTED = "interrupted"  # its driver stopped while it ran; re-queued on resume
-
-    def __str__(self) -> str:
-        return self.value
-
-
-TERMINAL_OUTCOMES = (Outcome.COMPLETE, Outcome.PRUNED, Outcome.FAILED)  # count toward the budget
 
 
 def signs(directions: Iterable[str]) -> np.ndarray:

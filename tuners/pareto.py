@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import objectives as obj
-from .objectives import Outcome
+from .outcomes import Outcome
 from .storage import TrialRecord
 
 

@@ -35,7 +35,8 @@ from searchspace.study import Study
 
 from . import storage as keys
 from .constraints import StaticCosts
-from .objectives import Outcome, worst_values
+from .objectives import worst_values
+from .outcomes import Outcome
 from .trainable import NUMBER, SEED, trial_seed
 
 MAX_REJECTIONS = 2000  # infeasible points in a row before the sweep gives up on the constraints

@@ -26,7 +26,7 @@ from searchspace.study import Study
 
 from . import storage as keys
 from .constraints import StaticCosts
-from .objectives import TERMINAL_OUTCOMES, Outcome
+from .outcomes import TERMINAL_OUTCOMES, Outcome
 from .ray_logs import quiet_ray_interrupts
 from .storage import masked, open_storage
 from .study_check import make_task
