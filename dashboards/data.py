@@ -23,7 +23,7 @@ import pandas as pd
 from optuna.trial import TrialState
 
 from tuners import storage as keys
-from tuners.objectives import minimised, nondominated
+from tuners.objectives import direction_names, minimised, nondominated
 from tuners.outcomes import Outcome
 from tuners.pareto import front_candidates, hypervolume, reference_point
 from tuners.storage import StorageError, TrialRecord, masked, open_storage, record_of
@@ -50,11 +50,7 @@ def objectives_of(storage: Any, name: str, user_attrs: dict[str, Any], direction
         return [(str(m), str(d)) for m, d in stored]
     names = optuna.load_study(study_name=name, storage=storage).metric_names
     names = names or [f"objective_{i}" for i in range(len(directions))]
-    return [(n, _direction(d)) for n, d in zip(names, directions)]
-
-
-def _direction(d: optuna.study.StudyDirection) -> str:
-    return "maximize" if d == optuna.study.StudyDirection.MAXIMIZE else "minimize"
+    return list(zip(names, direction_names(directions)))
 
 
 def count_trials(storage: Any, study_id: int, at_least: int = 0) -> int:

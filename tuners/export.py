@@ -20,6 +20,7 @@ from searchspace.files import dump_config
 from searchspace.study import Study, StudyError, study_from_dict
 
 from . import storage as keys
+from .objectives import direction_names
 from .outcomes import Outcome
 from .pareto import pareto_front
 from .storage import TrialRecord, record_of
@@ -39,9 +40,7 @@ def select_trials(ot_study: optuna.Study, which: str, infeasible: bool = False) 
     """
     records = {t.number: record_of(t) for t in ot_study.get_trials(deepcopy=False)}
     if which.strip() == "pareto":
-        directions = ["maximize" if d == optuna.study.StudyDirection.MAXIMIZE else "minimize"
-                      for d in ot_study.directions]
-        return pareto_front(list(records.values()), directions)
+        return pareto_front(list(records.values()), direction_names(ot_study.directions))
     try:
         numbers = [int(n) for n in which.split(",") if n.strip()]
     except ValueError:

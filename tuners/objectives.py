@@ -16,6 +16,11 @@ import numpy as np
 MAXIMIZE, MINIMIZE = "maximize", "minimize"
 
 
+def direction_names(directions: Iterable[Any]) -> list[str]:
+    """``maximize`` / ``minimize`` for each of Optuna's ``StudyDirection`` values (as study files spell them)."""
+    return [MAXIMIZE if d.name == "MAXIMIZE" else MINIMIZE for d in directions]
+
+
 def signs(directions: Iterable[str]) -> np.ndarray:
     """Per objective, the factor that turns its values into minimisation (-1 for maximised ones)."""
     return np.array([-1.0 if d == MAXIMIZE else 1.0 for d in directions])
