@@ -109,7 +109,8 @@ class StudySearcher(Searcher):
             if not self._propose(trial_id):
                 return None  # the proposer has nothing now (Ray asks again later)
             ot_trial = self.ot_study.ask()
-            params = {**ot_trial.params, **self.suggest_params(ot_trial)}
+            active = self.suggest_params(ot_trial)
+            params = {**ot_trial.params, **active}  # every value suggested, as Ray's define-by-run adapter gave
             point = self.study.space.resolve(params)
             config = self.static.adapt(point.config)
             verdict = self.static.evaluate(config)
