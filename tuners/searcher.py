@@ -65,6 +65,7 @@ class StudySearcher(Searcher):
         self.study_id = storage.get_study_id_from_name(ot_study.study_name)
         self.numbers: dict[str, int] = {}  # Ray trial id -> Optuna trial number
         self.completed: set[str] = set()
+        self._ids: dict[int, int] = {}  # Optuna trial number -> the storage's trial id
         self._last: dict[str, dict[str, Any]] = {}
         self._epochs: dict[str, list[dict[str, Any]]] = {}
 
@@ -95,7 +96,10 @@ class StudySearcher(Searcher):
 
     # ---- the trial record, by number --------------------------------------------------------------
     def _trial_id(self, number: int) -> int:
-        return self.storage.get_trial_id_from_study_id_trial_number(self.study_id, number)
+        """The storage's id of trial ``number`` (looked up once: it never changes)."""
+        if number not in self._ids:
+            self._ids[number] = self.storage.get_trial_id_from_study_id_trial_number(self.study_id, number)
+        return self._ids[number]
 
     def _set_attr(self, trial_id: str, key: str, value: Any) -> None:
         self.storage.set_trial_user_attr(self._trial_id(self.numbers[trial_id]), key, keys.plain(value))
