@@ -1,5 +1,5 @@
 """Framework overhead of `lwnas sweep`: the same N short trials through the sweep (Ray Tune +
-OptunaSearch + SQLite storage) and through a plain in-process Optuna loop that trains the same
+lwnas's searcher on Optuna's ask-and-tell + SQLite storage) and through a plain in-process Optuna loop that trains the same
 configurations with the same training loop, one trial at a time in both.
 
 Both use Optuna's RandomSampler with one seed over the same define-by-run space, so they train the
@@ -85,7 +85,7 @@ def main() -> None:
     log(f"plain Optuna loop: {args.trials} trials x {args.epochs} epochs")
     plain_s, plain_params = plain_optuna(study, args.trials)
     with tempfile.TemporaryDirectory() as tmp:
-        log(f"lwnas sweep (Ray Tune + OptunaSearch + SQLite): {args.trials} trials x {args.epochs} epochs")
+        log(f"lwnas sweep (Ray Tune + Optuna ask-and-tell + SQLite): {args.trials} trials x {args.epochs} epochs")
         sweep_s, init_s, sweep_params = through_sweep(study, args.trials, f"sqlite:///{Path(tmp) / 'bench.db'}")
     print(json.dumps({
         "trials": args.trials, "epochs": args.epochs, "same_configurations": plain_params == sweep_params,

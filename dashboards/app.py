@@ -24,6 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 from dashboards import views  # noqa: E402
 from dashboards.data import StudyData, TrialCache, list_studies  # noqa: E402
 from dashboards.text import md  # noqa: E402
+from tuners.outcomes import Outcome  # noqa: E402
 from tuners.storage import DEFAULT_STORAGE, StorageError, masked  # noqa: E402
 
 REFRESH_S = 5  # how often a running study is checked for new trials
@@ -108,7 +109,7 @@ def summary(data: StudyData, url: str) -> None:
                + (f" · {md(data.spec['description'])}" if data.spec.get("description") else ""))
     cols = st.columns(4)
     cols[0].metric("trials", len(data.records))
-    cols[1].metric("complete", counts.get("complete", 0))
+    cols[1].metric("complete", counts.get(Outcome.COMPLETE.value, 0))
     cols[2].metric("on the front", len(data.front()))
     cols[3].metric("running", data.running)
     st.caption(" · ".join(f"{md(k)} {v}" for k, v in counts.items()))

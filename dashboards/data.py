@@ -23,6 +23,8 @@ import pandas as pd
 from optuna.trial import TrialState
 
 from tuners import storage as keys
+from tuners.objectives import direction_names, minimised, nondominated
+from tuners.outcomes import Outcome
 from tuners.pareto import front_candidates, hypervolume, reference_point
 from tuners.storage import StorageError, TrialRecord, masked, open_storage, record_of
 
@@ -48,11 +50,7 @@ def objectives_of(storage: Any, name: str, user_attrs: dict[str, Any], direction
         return [(str(m), str(d)) for m, d in stored]
     names = optuna.load_study(study_name=name, storage=storage).metric_names
     names = names or [f"objective_{i}" for i in range(len(directions))]
-    return [(n, _direction(d)) for n, d in zip(names, directions)]
-
-
-def _direction(d: optuna.study.StudyDirection) -> str:
-    return "maximize" if d == optuna.study.StudyDirection.MAXIMIZE else "minimize"
+    return list(zip(names, direction_names(directions)))
 
 
 def count_trials(storage: Any, study_id: int, at_least: int = 0) -> int:
@@ -85,10 +83,10 @@ def study_state(storage: Any, study_id: int, n: int, running: list, recent: list
         return "running"
     if n == 0:
         return "empty"
-    if any(record_of(t).outcome == "complete" for t in recent):
+    if any(record_of(t).outcome == Outcome.COMPLETE for t in recent):
         return "finished"
     done = storage.get_all_trials(study_id, deepcopy=False, states=(TrialState.COMPLETE,))
-    return "finished" if any(record_of(t).outcome == "complete" for t in done) else "failed"
+    return "finished" if any(record_of(t).outcome == Outcome.COMPLETE for t in done) else "failed"
 
 
 def list_studies(url: str) -> pd.DataFrame:
@@ -233,12 +231,14 @@ class StudyData:
         candidates = {r.number for r in self.candidates}
         front: list[TrialRecord] = []
         current, rows = 0.0, []
-        signs = np.array([-1.0 if d == "maximize" else 1.0 for d in self.directions])
+        def point(r: TrialRecord) -> np.ndarray:
+            return minimised(r.values, self.directions)
+
         for r in sorted(self.records, key=lambda r: r.number):
             if r.number in candidates:
-                p = np.asarray(r.values) * signs
-                if not any(np.all(np.asarray(f.values) * signs <= p) for f in front):
-                    front = [f for f in front if not np.all(p <= np.asarray(f.values) * signs)] + [r]
+                p = point(r)
+                if not any(np.all(point(f) <= p) for f in front):  # weakly dominated: the front is unchanged
+                    front = [f for f in front if not np.all(p <= point(f))] + [r]
                     current = hypervolume(front, self.objectives, ref)
             rows.append((r.number, current))
         return pd.DataFrame(rows, columns=["trial", "hypervolume"])
@@ -248,16 +248,8 @@ def non_dominated(records: list[TrialRecord], idx: list[int], directions: list[s
     """Records not dominated on the objectives ``idx`` (weakly worse everywhere, strictly somewhere)."""
     if not records:
         return []
-    signs = np.array([-1.0 if d == "maximize" else 1.0 for d in directions])
-    points = np.array([[r.values[i] for i in idx] for r in records], dtype=float) * signs
-    order = np.lexsort(points.T[::-1])  # by the first objective, then the next: a dominator comes first
-    keep: list[int] = []
-    for i in order:
-        p = points[i]
-        kept = points[keep] if keep else np.empty((0, len(idx)))
-        if not np.any(np.all(kept <= p, axis=1) & np.any(kept < p, axis=1)):
-            keep.append(i)
-    return sorted((records[i] for i in keep), key=lambda r: r.values[idx[0]])
+    mask = nondominated(minimised([[r.values[i] for i in idx] for r in records], directions))
+    return sorted((r for r, keep in zip(records, mask) if keep), key=lambda r: r.values[idx[0]])
 
 
 class TrialCache:

@@ -10,6 +10,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
 
+from tuners.objectives import signs
+
 from .data import StudyData, connect
 from .text import plotly_text
 
@@ -34,7 +36,7 @@ def knob_importances(url: str, data: StudyData) -> pd.DataFrame:
     study = optuna.load_study(study_name=data.name, storage=connect(url))
     rows = []
     for i, (metric, direction) in enumerate(data.objectives):
-        sign = -1.0 if direction == "maximize" else 1.0  # PED-ANOVA treats lower targets as better
+        sign = float(signs([direction])[0])  # PED-ANOVA treats lower targets as better
 
         def target(t: optuna.trial.FrozenTrial, i: int = i, sign: float = sign) -> float:
             return sign * t.values[i] if t.number in candidates else math.nan  # NaN: left out

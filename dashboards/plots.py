@@ -15,6 +15,8 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
+from tuners.outcomes import Outcome
+
 from .data import StudyData, plot_value
 from .text import plotly_text
 
@@ -35,7 +37,7 @@ def category(outcome: str, state: str, on_front: bool) -> str:
         return "non-dominated"
     if state in ("RUNNING", "WAITING"):
         return "running"
-    return {"complete": "dominated", "interrupted": "failed"}.get(outcome, outcome)
+    return {Outcome.COMPLETE: "dominated", Outcome.INTERRUPTED: "failed"}.get(outcome, str(outcome))
 
 
 def _fmt(value: float) -> str:

@@ -22,6 +22,8 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from optuna.trial import TrialState
 
 from tuners import storage as keys
+from tuners.objectives import worst_value
+from tuners.outcomes import Outcome
 
 MAX_PARAMS = 80_000  # the constraint: larger points are infeasible and never trained
 EPOCHS = 10
@@ -121,32 +123,34 @@ def make_trial(number: int, objectives: tuple[str, ...], rng: np.random.Generato
     violation = float(costs["params"] - MAX_PARAMS)
     if outcome is None:
         u = rng.random()
-        outcome = ("infeasible" if violation > 0 else "failed" if u < 0.05 else "pruned" if u < 0.15
-                   else "complete")
+        outcome = (Outcome.INFEASIBLE if violation > 0 else Outcome.FAILED if u < 0.05
+                   else Outcome.PRUNED if u < 0.15 else Outcome.COMPLETE)
+    outcome = Outcome(outcome)
     attrs: dict[str, Any] = {keys.CONFIG: config_of(p), keys.TRAINING: {"lr": p["lr"]}, keys.COSTS: costs,
-                             keys.OUTCOME: outcome, keys.HOST: "sample-host"}
+                             keys.OUTCOME: outcome.value, keys.HOST: "sample-host"}
     if number == 0:
         attrs[keys.SEED_CONFIG] = "baseline"
     state, values, epochs = TrialState.COMPLETE, None, []
-    if outcome == "infeasible":
+    if outcome == Outcome.INFEASIBLE:
         attrs[keys.FAILURE] = f"breaks params <= {MAX_PARAMS:g}"
-        values = [costs[m] if m in costs else -math.inf for m in objectives]
+        values = [costs[m] if m in costs else worst_value(DIRECTIONS[m]) for m in objectives]
     else:
         final = accuracy_of(p, costs["params"], rng)
-        trained = {"complete": EPOCHS, "pruned": int(rng.integers(1, 4)), "failed": int(rng.integers(0, 5))}[outcome]
+        trained = {Outcome.COMPLETE: EPOCHS, Outcome.PRUNED: int(rng.integers(1, 4)),
+                   Outcome.FAILED: int(rng.integers(0, 5))}[outcome]
         epochs = learning_curve(final, trained, rng)
         attrs.update({keys.EPOCHS: epochs, keys.BUDGET_USED: len(epochs)})
         if epochs:
             attrs[keys.WALL_TIME] = epochs[-1]["wall_time"]
-        if outcome == "complete":
+        if outcome == Outcome.COMPLETE:
             values = [costs[m] if m in costs else epochs[-1][f"val_{m}"] for m in objectives]
         else:
-            state = TrialState.PRUNED if outcome == "pruned" else TrialState.FAIL
-        if outcome == "failed":
+            state = TrialState.PRUNED if outcome == Outcome.PRUNED else TrialState.FAIL
+        if outcome == Outcome.FAILED:
             attrs[keys.FAILURE] = str(rng.choice(FAILURES)).format(e=len(epochs) + 1)
     trial = optuna.trial.create_trial(
         state=state, values=values, params=p, distributions={k: DISTRIBUTIONS[k] for k in p},
-        user_attrs=keys.plain(attrs), system_attrs={"constraints:params": violation})
+        user_attrs=keys.plain(attrs), constraints={"params": violation})
     trial.datetime_start = start
     trial.datetime_complete = start + dt.timedelta(seconds=attrs.get(keys.WALL_TIME) or 0.01)
     return trial

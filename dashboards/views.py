@@ -9,6 +9,8 @@ import pandas as pd
 import streamlit as st
 import yaml
 
+from tuners.outcomes import Outcome
+
 from . import importance, plots
 from .data import COST_METRICS, StudyData, knobs_of
 from .exporting import export_download
@@ -164,7 +166,7 @@ def detail_tab(data: StudyData) -> None:
     r = data.by_number[number]
     st.subheader(f"Trial {r.number}: {md(r.outcome)}", anchor=False)
     if r.failure:
-        (st.warning if r.outcome == "infeasible" else st.error)(f"{md(r.outcome)}: {md(r.failure)}")
+        (st.warning if r.outcome == Outcome.INFEASIBLE else st.error)(f"{md(r.outcome)}: {md(r.failure)}")
     cols = st.columns(len(data.metrics) + 2)
     for col, (i, m) in zip(cols, enumerate(data.metrics)):
         value = r.values[i] if r.values is not None else None

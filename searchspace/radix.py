@@ -7,7 +7,10 @@ BOS = v+1, EOS = v+2, so the model's vocabulary is ``v + 3`` entries.
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
 
 PAD = 0
 
@@ -34,6 +37,8 @@ class RadixCodec:
         self.bos = base + 1
         self.eos = base + 2
         self.vocab_size = base + 3
+        import torch  # here, so the study language (which needs digits_for) never imports torch
+
         # place values, most-significant first: (v^(D-1), ..., v, 1)
         self._places = torch.tensor([base ** (digits - 1 - i) for i in range(digits)], dtype=torch.long)
 
@@ -54,7 +59,7 @@ class RadixCodec:
         valid = ((groups >= 1) & (groups <= self.base)).all(-1)
         words = ((groups - 1).clamp(min=0) * self._places.to(groups.device)).sum(-1)
         valid &= words < self.num_words
-        return torch.where(valid, words, torch.full_like(words, -1))
+        return words.where(valid, -1)
 
     def __repr__(self) -> str:
         return f"RadixCodec(base={self.base}, num_words={self.num_words}, digits={self.digits})"

@@ -11,14 +11,15 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from searchspace import ArchConfig, ConfigError
-from searchspace.files import ConfigFile, find_config_files, load_config_file
-from trainers import CostReport, cost
-from trainers.reference import Comparison, compare
-from trainers.tasks import Task, adapt_config
+from typing import TYPE_CHECKING
 
-from .config_task import config_task
+from searchspace.files import ConfigFile, find_config_files, load_config_file
+
 from .file_progress import FileProgress
+
+if TYPE_CHECKING:  # the cost model needs torch; `lwnas --help` must not import it
+    from trainers import CostReport
+    from trainers.reference import Comparison
 
 
 class CostFormat(str, enum.Enum):
@@ -42,6 +43,12 @@ def cost_rows(paths: list[Path], memory: bool, device: str, progress: Console,
     With a task (``task`` or the file's own `task` section) a configuration is costed at the task's
     input sizes, the same adaptation training applies, so the figures are the trained model's.
     """
+    from trainers import cost
+    from trainers.reference import compare
+    from trainers.tasks import adapt_config
+
+    from .config_task import config_task
+
     files = [load_config_file(p) for p in find_config_files(paths)]  # validate all before any work
     tasks: dict = {}
     configs = []

@@ -20,6 +20,8 @@ from searchspace.files import dump_config
 from searchspace.study import Study, StudyError, path_component, study_from_dict
 
 from . import storage as keys
+from .objectives import direction_names
+from .outcomes import Outcome
 from .pareto import pareto_front
 from .storage import TrialRecord, record_of
 from .study_check import task_family
@@ -38,9 +40,7 @@ def select_trials(ot_study: optuna.Study, which: str, infeasible: bool = False) 
     """
     records = {t.number: record_of(t) for t in ot_study.get_trials(deepcopy=False)}
     if which.strip() == "pareto":
-        directions = ["maximize" if d == optuna.study.StudyDirection.MAXIMIZE else "minimize"
-                      for d in ot_study.directions]
-        return pareto_front(list(records.values()), directions)
+        return pareto_front(list(records.values()), direction_names(ot_study.directions))
     try:
         numbers = [int(n) for n in which.split(",") if n.strip()]
     except ValueError:
@@ -61,7 +61,7 @@ def select_trials(ot_study: optuna.Study, which: str, infeasible: bool = False) 
 
 def _infeasible(record: TrialRecord) -> bool:
     """A point the sweep rejected before training: constraint broken or a value never measured."""
-    return (record.outcome == "infeasible" or not record.feasible
+    return (record.outcome == Outcome.INFEASIBLE or not record.feasible
             or any(not math.isfinite(v) for v in record.values or []))
 
 

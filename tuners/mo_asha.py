@@ -18,20 +18,7 @@ from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from searchspace.study import Study
 
-
-def nondominated_ranks(points: np.ndarray) -> np.ndarray:
-    """Rank of each row (0 = non-dominated) under minimisation, by repeated front peeling."""
-    n = len(points)
-    ranks = np.full(n, -1)
-    remaining = np.arange(n)
-    rank = 0
-    while remaining.size:
-        sub = points[remaining]
-        dominated = np.array([np.any(np.all(sub <= p, axis=1) & np.any(sub < p, axis=1)) for p in sub])
-        ranks[remaining[~dominated]] = rank
-        remaining = remaining[dominated]
-        rank += 1
-    return ranks
+from .objectives import minimised, nondominated_ranks
 
 
 def crowding_distance(points: np.ndarray) -> np.ndarray:
@@ -84,12 +71,9 @@ class MOASHA(FIFOScheduler):
         return True  # objectives come from the study, not from Tune's single metric
 
     def _vector(self, result: dict[str, Any]) -> np.ndarray | None:
-        values = []
-        for key, direction in self.objectives:
-            if key not in result:
-                return None
-            values.append(-float(result[key]) if direction == "maximize" else float(result[key]))
-        return np.array(values)
+        if any(key not in result for key, _ in self.objectives):
+            return None
+        return minimised([float(result[key]) for key, _ in self.objectives], [d for _, d in self.objectives])
 
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> str:
         epoch = result.get("epoch")

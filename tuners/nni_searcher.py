@@ -17,6 +17,7 @@ from searchspace.convert import from_nni, to_nni
 from searchspace.study import Study
 
 from .constraints import StaticCosts
+from .objectives import minimised
 from .searcher import StudySearcher
 from .sweep import proposer_seed
 
@@ -48,8 +49,8 @@ def parego(values: np.ndarray, weights: np.ndarray, rho: float = 0.05) -> float:
 
 
 class NNISearcher(StudySearcher):
-    def __init__(self, study: Study, ot_study: optuna.Study, static: StaticCosts):
-        super().__init__(study, ot_study, static)
+    def __init__(self, study: Study, ot_study: optuna.Study, static: StaticCosts, storage: Any):
+        super().__init__(study, ot_study, static, storage)
         seed = proposer_seed(study, len(ot_study.get_trials(deepcopy=False)))  # a resume draws new points
         self.nni = make_nni_tuner(study, seed)
         self.rng = np.random.default_rng(seed)
@@ -60,7 +61,7 @@ class NNISearcher(StudySearcher):
     def _propose(self, trial_id: str) -> bool:
         import nni
 
-        if self._ot_study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)):
+        if self.ot_study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)):
             return True  # seed configs and re-queued trials first
         pid, self._next_id = self._next_id, self._next_id + 1
         try:
@@ -68,7 +69,7 @@ class NNISearcher(StudySearcher):
         except nni.NoMoreTrialError:
             return False
         self._pending[trial_id] = (pid, proposal)
-        self._ot_study.enqueue_trial(from_nni(self.study.space, proposal))
+        self.ot_study.enqueue_trial(from_nni(self.study.space, proposal))
         return True
 
     def _rejected(self, trial_id: str) -> None:
@@ -77,17 +78,15 @@ class NNISearcher(StudySearcher):
             self.nni.receive_trial_result(pid, proposal, -1e9)  # infeasible: the worst score
 
     def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
-        ot_trial = self._ot_trials.get(trial_id)
         super().on_trial_complete(trial_id, result, error)
-        if trial_id not in self._pending or ot_trial is None:
+        if trial_id not in self._pending or trial_id not in self.numbers:
             return
         pid, proposal = self._pending.pop(trial_id)
-        frozen = self._ot_study._storage.get_trial(ot_trial._trial_id)
+        frozen = self._frozen(trial_id)
         if frozen.state != optuna.trial.TrialState.COMPLETE:
             self.nni.trial_end(pid, success=False)
             return
-        signs = np.array([-1.0 if o.direction == "maximize" else 1.0 for o in self.objectives])
-        vector = np.array(frozen.values) * signs
+        vector = minimised(frozen.values, [o.direction for o in self.objectives])
         self._seen.append(vector)
         seen = np.stack(self._seen)
         span = np.where(seen.max(0) > seen.min(0), seen.max(0) - seen.min(0), 1.0)

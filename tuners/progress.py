@@ -22,6 +22,7 @@ from rich.table import Table
 
 from searchspace.study import Study
 
+from .objectives import direction_names
 from .pareto import pareto_front
 from .storage import record_of, storage_arg
 from .trainable import NUMBER
@@ -122,8 +123,7 @@ class SweepProgress(Callback):
 def print_front(ot_study: optuna.Study, study: Study | None, out: Console) -> None:
     records = [record_of(t) for t in ot_study.get_trials(deepcopy=False)]
     names = ot_study.metric_names or [f"objective {i}" for i in range(len(ot_study.directions))]
-    directions = ["maximize" if d == optuna.study.StudyDirection.MAXIMIZE else "minimize"
-                  for d in ot_study.directions]
+    directions = direction_names(ot_study.directions)
     front = pareto_front(records, directions)
     trials = "1 trial" if len(front) == 1 else f"{len(front)} trials"
     table = Table(title=f"Pareto front of {ot_study.study_name} ({trials})")

@@ -1,6 +1,9 @@
-"""Ray Tune's ``OptunaSearch``, made to keep lwnas's record of every trial in the Optuna study.
+"""A Ray Tune searcher that asks Optuna for points and keeps lwnas's record of every trial.
 
-What it adds to Ray's adapter (which stays in charge of ask/tell):
+It implements Ray's public ``Searcher`` interface and talks to Optuna through its public
+ask-and-tell API only (``Study.ask``, the study's define-by-run function from
+``searchspace.convert.optuna_suggest``, ``Study.tell`` by trial number), so neither library's
+internals are relied on:
 
 * static costs first: each suggested point is costed in the driver; a point that breaks the
   study's constraints is told to Optuna at once as infeasible (``Trial.set_constraint``, so the
@@ -8,16 +11,23 @@ What it adds to Ray's adapter (which stays in charge of ask/tell):
 * the result -> trial-state mapping is explicit: a trial that trained its full budget is COMPLETE;
   one a scheduler stopped is PRUNED with the epochs it used; a failure is FAIL with its reason;
 * per-epoch metrics, configuration, costs, wall time and host go to the trial's user attributes.
+
+The searcher's only state of its own is the map from Ray trial ids to Optuna trial numbers (and the
+epochs recorded so far); everything else lives in the Optuna storage. ``save`` writes that map as
+JSON and ``restore`` reads it back, so a restored searcher finishes its running trials by number.
+``lwnas resume`` does not go through Ray's restore: it reopens the study from storage and re-queues
+the trials a stopped driver left RUNNING.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
 import optuna
 from optuna.trial import TrialState
-from ray.tune.search.optuna import OptunaSearch
+from ray.tune.search import Searcher
 
 from searchspace.convert import optuna_suggest
 from searchspace.errors import LwnasError, shorten
@@ -25,6 +35,8 @@ from searchspace.study import Study
 
 from . import storage as keys
 from .constraints import StaticCosts
+from .objectives import worst_values
+from .outcomes import Outcome
 from .trainable import NUMBER, SEED, trial_seed
 
 # infeasible points in a row before the sweep gives up on the constraints (each costs ~0.1 s to check;
@@ -36,44 +48,75 @@ class InfeasibleStudyError(LwnasError, RuntimeError):
     pass
 
 
-class StudySearcher(OptunaSearch):
-    """OptunaSearch over a study's space with constraints, outcomes and lwnas's trial record."""
+class StudySearcher(Searcher):
+    """Optuna's ask-and-tell over a study's space, with constraints, outcomes and lwnas's trial record.
 
-    def __init__(self, study: Study, ot_study: optuna.Study, static: StaticCosts):
-        self.study, self.static = study, static
+    Args:
+        study: the parsed study file.
+        ot_study: the Optuna study the sweep records into (its sampler proposes).
+        static: the driver's static cost model and constraint check.
+        storage: the Optuna storage lwnas opened for ``ot_study`` (user attributes are written through
+            its public methods, by trial number).
+    """
+
+    def __init__(self, study: Study, ot_study: optuna.Study, static: StaticCosts, storage: Any):
+        super().__init__(metric=None, mode=None)  # several objectives: they come from the study
+        self.study, self.static, self.ot_study, self.storage = study, static, ot_study, storage
         self.objectives = study.objectives
+        self.suggest_params = optuna_suggest(study.space)
+        self.study_id = storage.get_study_id_from_name(ot_study.study_name)
+        self.numbers: dict[str, int] = {}  # Ray trial id -> Optuna trial number
+        self.completed: set[str] = set()
+        self._ids: dict[int, int] = {}  # Optuna trial number -> the storage's trial id
         self._last: dict[str, dict[str, Any]] = {}
         self._epochs: dict[str, list[dict[str, Any]]] = {}
-        modes = ["max" if o.direction == "maximize" else "min" for o in study.objectives]
-        metrics = [o.metric if o.is_cost else f"val_{o.metric}" for o in study.objectives]
-        super().__init__(space=optuna_suggest(study.space), metric=metrics,
-                         mode=modes, sampler=ot_study.sampler, study_name=ot_study.study_name,
-                         storage=ot_study._storage)
-        self._ot_study = ot_study  # the same study object, with its sampler state
+
+    def set_search_properties(self, metric: Any, mode: Any, config: dict, **spec: Any) -> bool:
+        return True  # the space and the objectives come from the study, not from Tune's config
 
     def __getstate__(self) -> dict[str, Any]:
-        # Ray pickles the searcher into its experiment state; the Optuna study (with its database
-        # connections) is the real state and lives in storage, so it is left out (`lwnas resume`
-        # reopens the study instead of restoring Ray's pickle).
-        unpicklable = ("_ot_study", "_storage", "_sampler", "static", "_ot_trials", "_space")
+        # Ray pickles the search algorithm with the Tuner; the Optuna study, its storage (database
+        # connections) and the cost model are rebuilt from the study file, so they stay out.
+        unpicklable = ("ot_study", "storage", "static", "suggest_params")
         return {k: v for k, v in self.__dict__.items() if k not in unpicklable}
 
     def save(self, checkpoint_path: str) -> None:
-        import pickle
-
-        with open(checkpoint_path, "wb") as f:
-            pickle.dump(self.__getstate__(), f)
+        state = {"study": self.ot_study.study_name, "numbers": self.numbers, "completed": sorted(self.completed),
+                 "epochs": self._epochs}
+        with open(checkpoint_path, "w", encoding="utf-8") as f:
+            json.dump(keys.plain(state), f)
 
     def restore(self, checkpoint_path: str) -> None:
-        raise NotImplementedError("lwnas resumes a sweep from its Optuna study: run `lwnas resume NAME`")
+        with open(checkpoint_path, encoding="utf-8") as f:
+            state = json.load(f)
+        if state["study"] != self.ot_study.study_name:
+            raise ValueError(f"{checkpoint_path} belongs to study {state['study']!r}, "
+                             f"not {self.ot_study.study_name!r}")
+        self.numbers = {k: int(v) for k, v in state["numbers"].items()}
+        self.completed = set(state["completed"])
+        self._epochs = state["epochs"]
+
+    # ---- the trial record, by number --------------------------------------------------------------
+    def _trial_id(self, number: int) -> int:
+        """The storage's id of trial ``number`` (looked up once: it never changes)."""
+        if number not in self._ids:
+            self._ids[number] = self.storage.get_trial_id_from_study_id_trial_number(self.study_id, number)
+        return self._ids[number]
+
+    def _set_attr(self, trial_id: str, key: str, value: Any) -> None:
+        self.storage.set_trial_user_attr(self._trial_id(self.numbers[trial_id]), key, keys.plain(value))
+
+    def _frozen(self, trial_id: str) -> optuna.trial.FrozenTrial:
+        return self.storage.get_trial(self._trial_id(self.numbers[trial_id]))
 
     # ---- suggesting ---------------------------------------------------------------------------
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
         for _ in range(MAX_REJECTIONS):
             if not self._propose(trial_id):
                 return None  # the proposer has nothing now (Ray asks again later)
-            ot_trial = self._ot_study.ask()
-            params = self._suggest_from_define_by_run_func(self._space, ot_trial)
+            ot_trial = self.ot_study.ask()
+            active = self.suggest_params(ot_trial)
+            params = {**ot_trial.params, **active}  # every value suggested, as Ray's define-by-run adapter gave
             point = self.study.space.resolve(params)
             config = self.static.adapt(point.config)
             verdict = self.static.evaluate(config)
@@ -83,7 +126,7 @@ class StudySearcher(OptunaSearch):
             for constraint in self.study.constraints:
                 ot_trial.set_constraint(constraint.metric, constraint.violation(verdict.costs[constraint.metric]))
             if verdict.feasible:
-                self._ot_trials[trial_id] = ot_trial
+                self.numbers[trial_id] = ot_trial.number
                 return {**params, NUMBER: ot_trial.number, SEED: trial_seed(self.study.tuner.seed, ot_trial.number)}
             self._tell_infeasible(ot_trial, verdict)
             self._rejected(trial_id)
@@ -100,12 +143,10 @@ class StudySearcher(OptunaSearch):
 
     def _tell_infeasible(self, ot_trial: optuna.Trial, verdict) -> None:
         """Record a point that is never trained: its costs are real, its task metric the worst value."""
-        values = [verdict.costs[o.metric] if o.is_cost else (-math.inf if o.direction == "maximize" else math.inf)
-                  for o in self.objectives]
-        ot_trial.set_user_attr(keys.OUTCOME, "infeasible")
+        ot_trial.set_user_attr(keys.OUTCOME, Outcome.INFEASIBLE.value)
         ot_trial.set_user_attr(keys.FAILURE, "breaks " + ", ".join(verdict.reasons()))
-        self._ot_study.tell(ot_trial, values, state=TrialState.COMPLETE)
-        self._ot_study.set_user_attr(keys.STUDY_REJECTED, keys.plain(self.static.summary()))
+        self.ot_study.tell(ot_trial.number, worst_values(self.objectives, verdict.costs), state=TrialState.COMPLETE)
+        self.ot_study.set_user_attr(keys.STUDY_REJECTED, keys.plain(self.static.summary()))
 
     # ---- results ------------------------------------------------------------------------------
     def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
@@ -114,7 +155,7 @@ class StudySearcher(OptunaSearch):
 
     def _record_epoch(self, trial_id: str, result: dict[str, Any]) -> None:
         """Append an epoch's metrics once (a scheduler's STOP sends its result to on_trial_complete only)."""
-        if "lwnas_failed" in result or "lwnas_error" in result or trial_id not in self._ot_trials:
+        if "lwnas_failed" in result or "lwnas_error" in result or trial_id not in self.numbers:
             return
         if "epoch" not in result or not any(k.startswith("val_") for k in result):
             return
@@ -123,41 +164,40 @@ class StudySearcher(OptunaSearch):
             return
         epochs.append({k: v for k, v in result.items() if k == "epoch" or k.startswith("val_") or k in
                        ("train_loss", "epoch_time", "wall_time", "samples_per_s", "lr")})
-        self._ot_trials[trial_id].set_user_attr(keys.EPOCHS, keys.plain(epochs))
+        self._set_attr(trial_id, keys.EPOCHS, epochs)
 
     def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
-        if trial_id in self._completed_trials or trial_id not in self._ot_trials:
+        if trial_id in self.completed or trial_id not in self.numbers:
             return
-        ot_trial = self._ot_trials[trial_id]
         last = {**self._last.get(trial_id, {}), **(result or {})}
         if result:
             self._record_epoch(trial_id, result)
         epochs = self._epochs.get(trial_id, [])
-        ot_trial.set_user_attr(keys.BUDGET_USED, len(epochs))
+        self._set_attr(trial_id, keys.BUDGET_USED, len(epochs))
         if epochs:
-            ot_trial.set_user_attr(keys.WALL_TIME, epochs[-1].get("wall_time"))
+            self._set_attr(trial_id, keys.WALL_TIME, epochs[-1].get("wall_time"))
         for key, attr in (("host", keys.HOST), ("node", keys.NODE)):
             if last.get(key):
-                ot_trial.set_user_attr(attr, last[key])
-        state, values = self._outcome(ot_trial, last, epochs, error)
-        self._ot_study.tell(ot_trial, values, state=state)
-        self._completed_trials.add(trial_id)
+                self._set_attr(trial_id, attr, last[key])
+        state, values = self._outcome(trial_id, last, epochs, error)
+        self.ot_study.tell(self.numbers[trial_id], values, state=state)
+        self.completed.add(trial_id)
 
-    def _outcome(self, ot_trial, last: dict, epochs: list, error: bool) -> tuple[TrialState, list | None]:
+    def _outcome(self, trial_id: str, last: dict, epochs: list, error: bool) -> tuple[TrialState, list | None]:
         """The explicit result -> trial-state mapping."""
         reason = last.get("lwnas_failed") or last.get("lwnas_error")
         if error or reason:
-            ot_trial.set_user_attr(keys.OUTCOME, "failed")
-            ot_trial.set_user_attr(keys.FAILURE, reason or "the trial's worker died (see Ray's log)")
+            self._set_attr(trial_id, keys.OUTCOME, Outcome.FAILED.value)
+            self._set_attr(trial_id, keys.FAILURE, reason or "the trial's worker died (see Ray's log)")
             return TrialState.FAIL, None
         if len(epochs) < self.study.budget.epochs:
-            ot_trial.set_user_attr(keys.OUTCOME, "pruned")
+            self._set_attr(trial_id, keys.OUTCOME, Outcome.PRUNED.value)
             return TrialState.PRUNED, None
-        costs = ot_trial.user_attrs[keys.COSTS]
+        costs = self._frozen(trial_id).user_attrs[keys.COSTS]
         values = [costs[o.metric] if o.is_cost else epochs[-1][f"val_{o.metric}"] for o in self.objectives]
         if any(isinstance(v, float) and math.isnan(v) for v in values):
-            ot_trial.set_user_attr(keys.OUTCOME, "failed")
-            ot_trial.set_user_attr(keys.FAILURE, f"a metric is NaN: {values}")
+            self._set_attr(trial_id, keys.OUTCOME, Outcome.FAILED.value)
+            self._set_attr(trial_id, keys.FAILURE, f"a metric is NaN: {values}")
             return TrialState.FAIL, None
-        ot_trial.set_user_attr(keys.OUTCOME, "complete")
+        self._set_attr(trial_id, keys.OUTCOME, Outcome.COMPLETE.value)
         return TrialState.COMPLETE, values

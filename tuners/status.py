@@ -7,6 +7,7 @@ from typing import Any
 import optuna
 
 from . import storage as keys
+from .objectives import direction_names
 from .pareto import hypervolume, pareto_front, reference_point
 from .storage import record_of
 
@@ -14,7 +15,7 @@ from .storage import record_of
 def study_status(ot_study: optuna.Study) -> dict[str, Any]:
     records = [record_of(t) for t in ot_study.get_trials(deepcopy=False)]
     names = ot_study.metric_names or [f"objective_{i}" for i in range(len(ot_study.directions))]
-    directions = ["maximize" if d == optuna.study.StudyDirection.MAXIMIZE else "minimize" for d in ot_study.directions]
+    directions = direction_names(ot_study.directions)
     objectives = list(zip(names, directions))
     outcomes: dict[str, int] = {}
     for r in records:

@@ -19,6 +19,8 @@ from urllib.parse import unquote
 
 from searchspace.errors import LwnasError
 
+from .outcomes import Outcome
+
 # study user attributes
 STUDY_SPEC = "lwnas:study"  # the study file as a plain dict (name, task, objectives, space, ...)
 STUDY_OBJECTIVES = "lwnas:objectives"  # [[metric, direction], ...] in Optuna's value order
@@ -33,7 +35,7 @@ WALL_TIME = "wall_time"
 HOST = "host"
 NODE = "node"  # the Ray node id the trial ran on
 FAILURE = "failure"
-OUTCOME = "outcome"  # complete | infeasible | pruned | failed | interrupted
+OUTCOME = "outcome"  # an objectives.Outcome value: complete | infeasible | pruned | failed | interrupted
 BUDGET_USED = "budget_used"  # epochs trained
 SEED_CONFIG = "seed_config"  # name of the seed config the trial evaluates
 REQUEUED_FROM = "requeued_from"  # number of the interrupted trial this one re-runs
@@ -164,7 +166,8 @@ def record_of(trial: Any) -> TrialRecord:
     """A TrialRecord from an Optuna FrozenTrial."""
     attrs = trial.user_attrs
     state = trial.state.name
-    default_outcome = {"COMPLETE": "complete", "PRUNED": "pruned", "FAIL": "failed"}.get(state, state.lower())
+    default_outcome = {"COMPLETE": Outcome.COMPLETE, "PRUNED": Outcome.PRUNED, "FAIL": Outcome.FAILED}.get(state)
+    default_outcome = default_outcome.value if default_outcome else state.lower()  # running, waiting
     return TrialRecord(
         number=trial.number, state=state, outcome=attrs.get(OUTCOME, default_outcome),
         values=list(trial.values) if trial.values is not None else None, params=dict(trial.params),

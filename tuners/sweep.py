@@ -2,7 +2,7 @@
 
 The driver creates (or reopens) the Optuna study in storage, enqueues the seed configs once,
 re-queues trials a killed driver left RUNNING, and runs the remaining budget with Ray Tune:
-``StudySearcher`` (Ray's OptunaSearch adapter) proposes, ``run_trial`` trains in Ray workers, and
+``StudySearcher`` (a Ray ``Searcher`` on Optuna's ask-and-tell) proposes, ``run_trial`` trains in Ray workers, and
 the chosen scheduler (``none`` or ``mo-asha``) stops unpromising trials early.
 """
 
@@ -27,11 +27,11 @@ from searchspace.study import Study, path_component
 
 from . import storage as keys
 from .constraints import StaticCosts
+from .outcomes import TERMINAL_OUTCOMES, Outcome
 from .ray_logs import quiet_ray_interrupts
 from .storage import StorageError, first_line, masked, open_storage, scrub, sqlite_path, storage_arg
 from .study_check import make_task
 
-TERMINAL_OUTCOMES = ("complete", "pruned", "failed")  # count toward the budget; infeasible and interrupted do not
 SAMPLERS_NEEDING_NNI = ("nni-tpe", "nni-evolution")
 
 
@@ -78,9 +78,8 @@ def make_sampler(study: Study, trials_so_far: int = 0) -> optuna.samplers.BaseSa
     return optuna.samplers.RandomSampler(seed=seed)  # NNI proposes; Optuna only records
 
 
-def open_study_storage(study: Study, options: SweepOptions, resume: bool) -> optuna.Study:
-    """Create the Optuna study (or reopen it when resuming) with lwnas's study attributes."""
-    storage = open_storage(options.storage, create=not resume)
+def open_study_storage(study: Study, options: SweepOptions, resume: bool, storage: Any) -> optuna.Study:
+    """Create the Optuna study (or reopen it when resuming) in ``storage`` with lwnas's study attributes."""
     name = options.name or study.name
     existing = {s.study_name for s in optuna.get_all_study_summaries(storage)}
     directions = [o.direction for o in study.objectives]
@@ -109,14 +108,18 @@ def open_study_storage(study: Study, options: SweepOptions, resume: bool) -> opt
     return ot_study
 
 
-def requeue_interrupted(ot_study: optuna.Study) -> list[int]:
-    """Trials a killed driver left RUNNING: mark each interrupted (FAIL) and enqueue its params again."""
+def requeue_interrupted(ot_study: optuna.Study, storage: Any) -> list[int]:
+    """Trials a killed driver left RUNNING: mark each interrupted (FAIL) and enqueue its params again.
+
+    ``storage`` is the Optuna storage lwnas opened for ``ot_study``; the attributes go through its public methods.
+    """
     requeued = []
+    study_id = storage.get_study_id_from_name(ot_study.study_name)
     for trial in ot_study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-        storage = ot_study._storage
-        storage.set_trial_user_attr(trial._trial_id, keys.OUTCOME, "interrupted")
-        storage.set_trial_user_attr(trial._trial_id, keys.FAILURE, "the sweep's driver stopped while it ran; re-queued")
-        storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
+        trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, trial.number)
+        storage.set_trial_user_attr(trial_id, keys.OUTCOME, Outcome.INTERRUPTED.value)
+        storage.set_trial_user_attr(trial_id, keys.FAILURE, "the sweep's driver stopped while it ran; re-queued")
+        storage.set_trial_state_values(trial_id, optuna.trial.TrialState.FAIL)
         attrs = {keys.REQUEUED_FROM: trial.number}
         if keys.SEED_CONFIG in trial.user_attrs:
             attrs[keys.SEED_CONFIG] = trial.user_attrs[keys.SEED_CONFIG]
@@ -139,7 +142,8 @@ def run_sweep(study: Study, options: SweepOptions, resume: bool = False) -> optu
 
     out = Console(stderr=True, soft_wrap=True)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    ot_study = open_study_storage(study, options, resume)
+    storage = open_storage(options.storage, create=not resume)
+    ot_study = open_study_storage(study, options, resume, storage)
     # the lease comes before anything touches the trials: re-queueing RUNNING trials would steal a live driver's
     lease = StudyLease(options.storage, ot_study.study_name)
     lease.acquire()
@@ -147,12 +151,12 @@ def run_sweep(study: Study, options: SweepOptions, resume: bool = False) -> optu
         if lease.taken_over:
             out.print(f"took the study over from a driver that is gone ({lease.taken_over.describe()})",
                       highlight=False)
-        return _drive(study, options, ot_study, lease, resume, out)
+        return _drive(study, options, ot_study, storage, lease, resume, out)
     finally:
         lease.release()
 
 
-def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, lease, resume: bool,
+def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, storage: Any, lease, resume: bool,
            out: Console) -> optuna.Study:
     """The sweep itself, run while this driver holds the study's lease."""
     from ray import tune
@@ -163,7 +167,7 @@ def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, lease, r
     from .searcher import StudySearcher
     from .trainable import run_trial
 
-    requeued = requeue_interrupted(ot_study) if resume else []
+    requeued = requeue_interrupted(ot_study, storage) if resume else []
     if requeued:
         out.print(f"re-queued trials interrupted by the last driver: {requeued}")
     budget = options.trials or study.budget.trials
@@ -177,11 +181,11 @@ def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, lease, r
         from .nni_searcher import NNISearcher
 
         try:
-            searcher = NNISearcher(study, ot_study, static)
+            searcher = NNISearcher(study, ot_study, static, storage)
         except ImportError as exc:
             raise SweepError(str(exc)) from None
     else:
-        searcher = StudySearcher(study, ot_study, static)
+        searcher = StudySearcher(study, ot_study, static, storage)
     scheduler = MOASHA.for_study(study) if study.tuner.scheduler == "mo-asha" else None
     concurrent = options.max_concurrent or study.tuner.max_concurrent
     _init_ray(options.address, study)

@@ -1,0 +1,40 @@
+"""The CLI and the study language start without torch, Ray or Streamlit (they load in the commands that need them)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("torch", "ray", "streamlit")
+LWNAS = Path(sys.executable).parent / "lwnas"
+
+
+def heavy_modules_after(statement: str) -> list[str]:
+    """The heavy packages in ``sys.modules`` after running ``statement`` in a fresh interpreter."""
+    code = f"import json, sys\n{statement}\nprint(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_the_cli_and_the_study_language_import_no_heavy_package():
+    assert heavy_modules_after("import tuners.cli, searchspace, searchspace.study, searchspace.space, "
+                               "searchspace.config") == []
+
+
+def test_the_models_still_load_on_first_use():
+    # the same check sees torch once a model is asked for (searchspace loads it lazily)
+    assert heavy_modules_after("from searchspace import build_model") == ["torch"]
+
+
+def test_lwnas_help_imports_no_heavy_package():
+    done = subprocess.run([sys.executable, "-X", "importtime", str(LWNAS), "--help"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "sweep" in done.stdout
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "typer" in imported  # the listing is real
+    assert sorted(m for m in imported if m.split(".")[0] in HEAVY) == []

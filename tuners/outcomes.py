@@ -1,0 +1,21 @@
+"""What happened to a trial: the values stored in its ``outcome`` user attribute."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Outcome(str, Enum):
+    """What happened to a trial; stored as its plain value in the trial's ``outcome`` attribute."""
+
+    COMPLETE = "complete"  # trained its full budget
+    INFEASIBLE = "infeasible"  # broke a static constraint; never trained
+    PRUNED = "pruned"  # a scheduler stopped it early
+    FAILED = "failed"  # an error, a dead worker or a NaN metric
+    INTERRUPTED = "interrupted"  # its driver stopped while it ran; re-queued on resume
+
+    def __str__(self) -> str:
+        return self.value
+
+
+TERMINAL_OUTCOMES = (Outcome.COMPLETE, Outcome.PRUNED, Outcome.FAILED)  # count toward the budget
