@@ -27,7 +27,7 @@ def searcher_for(study_file: Path, url: str, resume: bool):
     from tuners.searcher import StudySearcher
 
     study = load_study(study_file, task_family=task_family)
-    storage = open_storage(url)
+    storage = open_storage(url, create=True)
     ot_study = open_study_storage(study, SweepOptions(storage=url), resume, storage)
     return StudySearcher(study, ot_study, StaticCosts(study, make_task(study)), storage)
 
