@@ -111,6 +111,9 @@ def open_study_storage(study: Study, options: SweepOptions, resume: bool, storag
 def requeue_interrupted(ot_study: optuna.Study, storage: Any) -> list[int]:
     """Trials a killed driver left RUNNING: mark each interrupted (FAIL) and enqueue its params again.
 
+    A driver killed between Optuna's ask and its last suggestion leaves a trial with part of its params:
+    the re-queued trial keeps those and the sampler draws the rest.
+
     ``storage`` is the Optuna storage lwnas opened for ``ot_study``; the attributes go through its public methods.
     """
     requeued = []
