@@ -18,6 +18,8 @@ from searchspace.files import ConfigFile, find_config_files, load_config_file
 from .file_progress import FileProgress
 
 if TYPE_CHECKING:  # the cost model needs torch; `lwnas --help` must not import it
+    from searchspace import ArchConfig
+    from trainers.tasks import Task
     from trainers import CostReport
     from trainers.reference import Comparison
 
@@ -45,7 +47,6 @@ def cost_rows(paths: list[Path], memory: bool, device: str, progress: Console,
     """
     from trainers import cost
     from trainers.reference import compare
-    from trainers.tasks import adapt_config
 
     from .config_task import config_task
 
@@ -66,6 +67,9 @@ def cost_rows(paths: list[Path], memory: bool, device: str, progress: Console,
 
 def _at_task(f: ConfigFile, task: Task) -> ArchConfig:
     """``f``'s configuration at the task's input sizes; a mismatch names the file (a folder has many)."""
+    from searchspace.errors import ConfigError
+    from trainers.tasks import adapt_config
+
     try:
         return adapt_config(f.config, task)
     except ConfigError as exc:
