@@ -29,6 +29,25 @@ COUNTED = ("complete", "pruned", "failed")  # the outcomes that use a place in t
 PG_URL = os.environ.get("LWNAS_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 
 
+# A tiny two-objective digits study for the sweeps that are stopped, killed and resumed
+TINY_STUDY = """\
+name: {name}
+task: digits
+objectives:
+  - {{metric: accuracy, direction: maximize}}
+  - {{metric: params, direction: minimize}}
+budget: {{trials: {trials}, epochs: {epochs}}}
+# random: a float drawn twice can only come from a replayed sampler (test_sweep_resume_cluster.py::test_resume_proposes_new_points)
+tuner: {{sampler: random, scheduler: none, max_concurrent: 2, seed: 0}}
+training: {{batch_size: 64, threads: 1}}
+space:
+  d_model: {{choice: [16, 32]}}
+  heads: 2
+  layers: 1
+  lr: {{float: [1.0e-3, 5.0e-3], log: true}}
+"""
+
+
 # ---- processes ------------------------------------------------------------------------------------
 def proc_env(tmp: Path, **extra: str) -> dict[str, str]:
     # `lwnas` and `ray` from this interpreter's environment, activated or not

@@ -18,24 +18,10 @@ from pathlib import Path
 import optuna
 import pytest
 import sqlalchemy as sa
-from sweep_procs import (COUNTED, PG_URL, SWEEP_TIMEOUT, kill_session, outcome, postgres_or_skip, proc_env,
-                         read_trials, start_proc, tail, wait_for)
+from sweep_procs import (COUNTED, PG_URL, SWEEP_TIMEOUT, TINY_STUDY, kill_session, outcome, postgres_or_skip,
+                         proc_env, read_trials, start_proc, tail, wait_for)
 
-STUDY = """\
-name: {name}
-task: digits
-objectives:
-  - {{metric: accuracy, direction: maximize}}
-  - {{metric: params, direction: minimize}}
-budget: {{trials: {trials}, epochs: {epochs}}}
-tuner: {{sampler: random, scheduler: none, max_concurrent: 2, seed: 0}}
-training: {{batch_size: 64, threads: 1}}
-space:
-  d_model: {{choice: [16, 32]}}
-  heads: 2
-  layers: 1
-  lr: {{float: [1.0e-3, 5.0e-3], log: true}}
-"""
+STUDY = TINY_STUDY
 
 
 def _rows(url: str, query: str, **params) -> list:

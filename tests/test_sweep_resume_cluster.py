@@ -37,28 +37,13 @@ from pathlib import Path
 
 import optuna
 import pytest
-from sweep_procs import (COUNTED, PG_URL, SWEEP_TIMEOUT, free_port, kill_session, outcome, postgres_or_skip,
+from sweep_procs import (COUNTED, PG_URL, SWEEP_TIMEOUT, TINY_STUDY, free_port, kill_session, outcome, postgres_or_skip,
                          proc_env, read_trials, run_proc, start_proc, states_sqlite, tail, wait_for)
 
 RUNNING, COMPLETE, WAITING = (optuna.trial.TrialState.RUNNING, optuna.trial.TrialState.COMPLETE,
                               optuna.trial.TrialState.WAITING)
 
-STUDY = """\
-name: {name}
-task: digits
-objectives:
-  - {{metric: accuracy, direction: maximize}}
-  - {{metric: params, direction: minimize}}
-budget: {{trials: {trials}, epochs: {epochs}}}
-# random: a float drawn twice can only come from a replayed sampler (see test_resume_proposes_new_points)
-tuner: {{sampler: random, scheduler: none, max_concurrent: 2, seed: 0}}
-training: {{batch_size: 64, threads: 1}}
-space:
-  d_model: {{choice: [16, 32]}}
-  heads: 2
-  layers: 1
-  lr: {{float: [1.0e-3, 5.0e-3], log: true}}
-"""
+STUDY = TINY_STUDY
 
 
 def _write_study(directory: Path, name: str, trials: int, epochs: int) -> Path:
