@@ -78,8 +78,8 @@ def box_relation(gen: torch.Generator, images: int = 64) -> dict:
 
 def coupled_scale(gen: torch.Generator, c: int = 64) -> dict:
     q, k, v = (torch.randn(8, 4, 64, c, generator=gen, dtype=torch.float64) for _ in range(3))
-    quarter = CoupledAttention((8, 8), logit_scale="quarter")(q, k, v)
-    half = CoupledAttention((8, 8), logit_scale="half")(q, k, v)
+    quarter = CoupledAttention((8, 8), coupled_scale="quarter")(q, k, v)
+    half = CoupledAttention((8, 8), coupled_scale="half")(q, k, v)
     return {"head_size": c, "temperature_factor": c**0.25, "grid": [8, 8],
             "max_abs_diff_output": (quarter - half).abs().amax().item()}
 

@@ -22,35 +22,23 @@ from typing import Any
 import numpy as np
 
 from .conditions import Condition, is_member, same_value
-from .config import FAMILIES, FAMILY_DEFAULTS, ArchConfig, knob_names, type_problems
+from .config import ArchConfig, type_problems
 from .domains import (SPEC_KEYS, Choice, Domain, DomainError, Fixed, FloatRange, IntRange, checked_values,
                       parse_domain)
 from .errors import LwnasError, did_you_mean, shown
+from .knobs import ARCH, FAMILIES, RULES_TABLE
 from .sharing import PATTERN_FAMILIES, generate_pattern, parse_pattern
 from .training import TRAINING_DEFAULTS, TRAINING_KNOBS, training_value_problem
 
-INPUT_SIZES = ("grid", "patch_features", "num_classes", "question_tokens", "image_regions", "region_features",
-               "caption_tokens", "vocab_size", "num_answers")
-PATTERN_KNOBS = ("layer_sharing", "encoder_layer_sharing", "decoder_layer_sharing")
-ARCH_KNOBS = tuple(k for k in knob_names() if k != "family")
+INPUT_SIZES = tuple(k.name for k in ARCH if k.input_size)
+PATTERN_KNOBS = tuple(k.name for k in ARCH if k.kind == "pattern")
+ARCH_KNOBS = tuple(k.name for k in ARCH if k.name != "family")
 SPACE_KNOBS = (*ARCH_KNOBS, *TRAINING_KNOBS)
 
-_EITHER_GROUPING = Condition(((("g_mha", (True,)),), (("g_ffn", (True,)),)))
-_SKETCH_POOLING = Condition(((("pooling", ("sketch",)),),))
 # Activation rules of the architecture as conditions, with the value a knob takes where its
-# condition does not hold (LW-Transformer Tab. I-III; T-EMDE §3.2).
-IMPLIED: dict[str, tuple[Condition, Any]] = {
-    "groups": (_EITHER_GROUPING, 1),
-    "weight_sharing": (_EITHER_GROUPING, False),
-    "qk_expansion": (Condition(((("g_mha", (True,)),),)), 1),
-    "g_lml": (Condition(((("g_mha", (True,)),),)), False),
-    "g_il": (Condition(((("g_ffn", (True,)),),)), False),
-    **{k: (_SKETCH_POOLING, None) for k in ("sketch_n", "sketch_k", "sketch_d")},
-    "coupled_scale": (Condition(((("attention", ("coupled",)),),)), None),
-}
-ACTIVATION_RULES = frozenset({"groups_need_grouping", "weight_sharing_needs_grouping", "qk_expansion_needs_g_mha",
-                              "g_lml_needs_g_mha", "g_il_needs_g_ffn", "sketch_needs_sketch_pooling",
-                              "coupled_scale_needs_coupled"})
+# condition does not hold (the knob table's `active_when` and `neutral`).
+IMPLIED: dict[str, tuple[Condition, Any]] = {k.name: (k.activation, k.neutral) for k in ARCH if k.active_when}
+ACTIVATION_RULES = frozenset(r.name for r in RULES_TABLE if r.activation)
 
 Problem = tuple[tuple[Any, ...], str]  # (path inside the study, message)
 

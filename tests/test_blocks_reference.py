@@ -30,7 +30,7 @@ def group_params(gl: GroupedLinear, i: int) -> tuple[torch.Tensor, torch.Tensor 
     """(in/k, out/k) weight and bias of group i, read straight from the stored parameters."""
     if gl.groups == 1:
         return gl.weight.T, gl.bias
-    j = 0 if gl.shared else i
+    j = 0 if gl.weight_sharing else i
     return gl.weight[j], (gl.bias[j] if gl.bias is not None else None)
 
 
@@ -101,7 +101,7 @@ def naive_mha(mha: MultiHeadAttention, x, context=None, mask=None, kernel=None):
     """Per-group MHA: split x (and the context) into g feature chunks, project each with its own
     group's Q/K/V weights, run h/g heads per group in a Python loop, concat, then W_O."""
     context = x if context is None else context
-    first = mha.qk_proj if mha.sharing == "qk" else mha.q_proj
+    first = mha.qk_proj if mha.attention_sharing == "qk" else mha.q_proj
     g, h = first.groups, mha.num_heads
     hg = h // g
     dx, dc = x.shape[-1] // g, context.shape[-1] // g
@@ -113,9 +113,9 @@ def naive_mha(mha: MultiHeadAttention, x, context=None, mask=None, kernel=None):
     outs = []
     for i in range(g):
         xi, ci = x[..., i * dx:(i + 1) * dx], context[..., i * dc:(i + 1) * dc]
-        if mha.sharing == "qk":  # Q and K through the same projection
+        if mha.attention_sharing == "qk":  # Q and K through the same projection
             qg, kg, vg = lin(mha.qk_proj, xi, i), lin(mha.qk_proj, ci, i), lin(mha.v_proj, ci, i)
-        elif mha.sharing == "kv":  # the projected key is also the value
+        elif mha.attention_sharing == "kv":  # the projected key is also the value
             qg, kg = lin(mha.q_proj, xi, i), lin(mha.kv_proj, ci, i)
             vg = kg
         else:
@@ -163,7 +163,7 @@ def test_grouped_linear_equals_loop_over_groups(groups, shared, bias):
 
 def test_shared_grouped_linear_uses_one_weight_for_every_group():
     torch.manual_seed(0)
-    gl = GroupedLinear(12, 6, groups=3, shared=True).to(DT)
+    gl = GroupedLinear(12, 6, groups=3, weight_sharing=True).to(DT)
     assert gl.weight.shape == (1, 4, 2)
     x = _rand(5, 12)
     y = gl(x).view(5, 3, 2)
@@ -190,8 +190,8 @@ GMHA_CASES = [(1, False, 1, False)] + [
 def test_gmha_equals_per_group_mha(k, shared, n, merge, cross):
     torch.manual_seed(1)
     d, h = 16, 4
-    mha = MultiHeadAttention(d, h, groups=k, grouped=k > 1, shared=shared, qk_expansion=n,
-                             grouped_merge=merge).to(DT).eval()
+    mha = MultiHeadAttention(d, h, groups=k, g_mha=k > 1, weight_sharing=shared, qk_expansion=n,
+                             g_lml=merge).to(DT).eval()
     assert mha.q_proj.groups == k and mha.k_proj.groups == k and mha.v_proj.groups == k
     assert mha.out_proj.groups == (k if merge else 1)
     assert mha.q_proj.out_features == n * d and mha.v_proj.out_features == d
@@ -205,7 +205,7 @@ def test_gmha_equals_per_group_mha(k, shared, n, merge, cross):
 def test_gmha_groups_are_independent():
     """Changing group 0's input features must leave group 1's head outputs untouched (before W_O)."""
     torch.manual_seed(2)
-    mha = MultiHeadAttention(16, 4, groups=2, grouped=True, grouped_merge=True).to(DT).eval()
+    mha = MultiHeadAttention(16, 4, groups=2, g_mha=True, g_lml=True).to(DT).eval()
     x = _rand(1, 6, 16)
     x2 = x.clone()
     x2[..., :8] = _rand(1, 6, 8)
@@ -222,7 +222,7 @@ SHARING_CASES = [(s, g, 1) for s in ("none", "qk", "kv") for g in (False, True)]
 def test_attention_sharing_equals_naive(sharing, grouped, n, cross):
     torch.manual_seed(3)
     d = 16
-    mha = MultiHeadAttention(d, 4, groups=2 if grouped else 1, grouped=grouped, sharing=sharing,
+    mha = MultiHeadAttention(d, 4, groups=2 if grouped else 1, g_mha=grouped, attention_sharing=sharing,
                              qk_expansion=n).to(DT).eval()
     x = _rand(2, 5, d)
     ctx = _rand(2, 3, d) if cross else None
@@ -247,10 +247,10 @@ def test_attention_sharing_equals_naive(sharing, grouped, n, cross):
 @pytest.mark.parametrize("g_mha_lml", [False, True])
 def test_attention_sharing_saves_a_quarter_of_the_projections(g_mha_lml):
     d = 32
-    kw = dict(groups=4, grouped=True, grouped_merge=True) if g_mha_lml else {}
+    kw = dict(groups=4, g_mha=True, g_lml=True) if g_mha_lml else {}
 
     def count(sharing):
-        mha = MultiHeadAttention(d, 4, sharing=sharing, **kw)
+        mha = MultiHeadAttention(d, 4, attention_sharing=sharing, **kw)
         return sum(p.numel() for p in mha.parameters())
 
     per_proj = d * d // (4 if g_mha_lml else 1) + d
@@ -287,7 +287,7 @@ def test_masks_relation_bias_and_causal_match_naive():
 def test_grouped_ffn_equals_loop(grouped_in, shared):
     torch.manual_seed(5)
     d, hidden, k = 16, 32, 4
-    ffn = FeedForward(d, hidden, groups=k, grouped_out=True, grouped_in=grouped_in, shared=shared).to(DT).eval()
+    ffn = FeedForward(d, hidden, groups=k, g_ffn=True, g_il=grouped_in, weight_sharing=shared).to(DT).eval()
     assert ffn.fc2.groups == k
     assert ffn.fc1.groups == (k if grouped_in else 1)  # G-FFN keeps the first layer dense
     if not grouped_in:
@@ -307,7 +307,7 @@ def test_grouped_ffn_equals_loop(grouped_in, shared):
 def test_dense_ffn_params():
     ffn = FeedForward(16, 32)
     assert sum(p.numel() for p in ffn.parameters()) == 16 * 32 + 32 + 32 * 16 + 16
-    g = FeedForward(16, 32, groups=4, grouped_out=True)
+    g = FeedForward(16, 32, groups=4, g_ffn=True)
     assert sum(p.numel() for p in g.parameters()) == 16 * 32 + 32 + 32 * 16 // 4 + 16
 
 
@@ -319,7 +319,7 @@ def test_coupled_equals_kronecker_attention(grid, scale):
     b, n, c = 2, 3, 4
     t = grid[0] * grid[1]
     q, k, v = _rand(b, n, t, c), _rand(b, n, t, c), _rand(b, n, t, c + 2)  # d_v may differ from d_q
-    out = CoupledAttention(grid, logit_scale=scale).eval()(q, k, v)
+    out = CoupledAttention(grid, coupled_scale=scale).eval()(q, k, v)
     ref = torch.stack([torch.stack([kron_attention(q[i, j], k[i, j], v[i, j], grid, COUPLED_POWERS[scale])
                                     for j in range(n)]) for i in range(b)])
     torch.testing.assert_close(out, ref, **TOL)
@@ -333,9 +333,9 @@ def test_coupled_defaults_to_the_authors_current_scale():
     torch.testing.assert_close(CoupledAttention(grid)(q, k, v)[0, 0], current, **TOL)
     assert not torch.allclose(kron_attention(q[0, 0], k[0, 0], v[0, 0], grid, -0.5), current, atol=1e-3)
     model = build_model(ArchConfig(attention="coupled", d_model=32, heads=2, grid=(2, 2)))
-    assert {m.logit_scale for m in model.modules() if isinstance(m, CoupledAttention)} == {"quarter"}
+    assert {m.coupled_scale for m in model.modules() if isinstance(m, CoupledAttention)} == {"quarter"}
     model = build_model(ArchConfig(attention="coupled", coupled_scale="half", d_model=32, heads=2, grid=(2, 2)))
-    assert {m.logit_scale for m in model.modules() if isinstance(m, CoupledAttention)} == {"half"}
+    assert {m.coupled_scale for m in model.modules() if isinstance(m, CoupledAttention)} == {"half"}
 
 
 def test_coupled_differs_from_standard_attention():
@@ -348,7 +348,7 @@ def test_coupled_differs_from_standard_attention():
 def test_coupled_mha_equals_projections_and_kronecker(qkv_bias):
     torch.manual_seed(7)
     grid = (3, 4)
-    mha = MultiHeadAttention(16, 4, groups=2, grouped=True, qk_expansion=2, kernel="coupled", grid=grid,
+    mha = MultiHeadAttention(16, 4, groups=2, g_mha=True, qk_expansion=2, kernel="coupled", grid=grid,
                              qkv_bias=qkv_bias).to(DT)
     x = _rand(2, 12, 16)
     ref = naive_mha(mha.eval(), x, kernel=lambda q, k, v: kron_attention(q, k, v, grid))
@@ -358,8 +358,8 @@ def test_coupled_mha_equals_projections_and_kronecker(qkv_bias):
 @pytest.mark.parametrize("sharing", ["none", "qk", "kv"])
 def test_qkv_bias_off_drops_only_the_projection_biases(sharing):
     torch.manual_seed(7)
-    with_bias = MultiHeadAttention(16, 4, sharing=sharing).to(DT).eval()
-    without = MultiHeadAttention(16, 4, sharing=sharing, qkv_bias=False).to(DT).eval()
+    with_bias = MultiHeadAttention(16, 4, attention_sharing=sharing).to(DT).eval()
+    without = MultiHeadAttention(16, 4, attention_sharing=sharing, qkv_bias=False).to(DT).eval()
     projections = [m for name, m in without.named_children() if name.endswith("_proj") and name != "out_proj"]
     assert projections and all(m.bias is None for m in projections)
     assert without.out_proj.bias is not None  # W_O keeps its bias in every reference (KCT's `proj` included)

@@ -2,9 +2,9 @@
 
 * LW-Transformer G-MHA (Eq. 6): the input is split into ``groups`` chunks *before* the Q/K/V
   projections; each group runs heads/groups heads; ``qk_expansion`` n widens Q and K n-fold
-  (d_h = n * d/h); ``grouped_merge`` (G-LML) also groups W_O; ``shared`` (WS) lets one set of
+  (d_h = n * d/h); ``g_lml`` (G-LML) also groups W_O; ``weight_sharing`` (WS) lets one set of
   group weights serve all groups.
-* ACORT attention sharing (§4.3, Fig. 5-6): ``qk`` uses one projection for Q and K; ``kv`` reuses the
+* ACORT ``attention_sharing`` (§4.3, Fig. 5-6): ``qk`` uses one projection for Q and K; ``kv`` reuses the
   projected key as the value (3 linear layers instead of 4) in self- and cross-attention.
 * ORT's box-relation term: ``relation_dim`` adds h x Linear(64, 1) turning a geometry embedding into
   per-head logit offsets ``log(max(relu(w_g), 1e-6))``.
@@ -57,11 +57,11 @@ class MultiHeadAttention(nn.Module):
         dim: model width d.
         num_heads: total heads h (each of the k groups runs h/k of them).
         groups: group count k for G-MHA / G-LML.
-        grouped: G-MHA: Q/K/V projections run per group on d/k features.
-        shared: weight sharing across groups.
+        g_mha: G-MHA: Q/K/V projections run per group on d/k features.
+        weight_sharing: one set of group weights serves all groups.
         qk_expansion: n; Q and K are projected to n*d features.
-        grouped_merge: G-LML: W_O runs per group too.
-        sharing: ``none``, ``qk`` or ``kv`` (ACORT attention parameter sharing).
+        g_lml: G-LML: W_O runs per group too.
+        attention_sharing: ``none``, ``qk`` or ``kv`` (ACORT attention parameter sharing).
         kernel: ``standard`` or ``coupled``.
         grid: (h, w) token grid, required by the coupled kernel.
         relation_dim: width of ORT's box-relation embedding; 0 disables the relation term.
@@ -70,51 +70,52 @@ class MultiHeadAttention(nn.Module):
         coupled_scale: ``quarter`` or ``half``: the coupled kernel's logit scale (``CoupledAttention``).
     """
 
-    def __init__(self, dim: int, num_heads: int, groups: int = 1, grouped: bool = False, shared: bool = False,
-                 qk_expansion: int = 1, grouped_merge: bool = False, sharing: str = "none",
+    def __init__(self, dim: int, num_heads: int, groups: int = 1, g_mha: bool = False,
+                 weight_sharing: bool = False,
+                 qk_expansion: int = 1, g_lml: bool = False, attention_sharing: str = "none",
                  kernel: str = "standard", grid: tuple[int, int] | None = None, relation_dim: int = 0,
                  dropout: float = 0.0, qkv_bias: bool = True, coupled_scale: str = "quarter"):
         super().__init__()
         if dim % num_heads:
             raise ValueError(f"dim ({dim}) must be divisible by num_heads ({num_heads})")
-        if grouped and num_heads % groups:
+        if g_mha and num_heads % groups:
             raise ValueError(f"num_heads ({num_heads}) must be divisible by groups ({groups})")
-        if sharing == "kv" and qk_expansion != 1:
+        if attention_sharing == "kv" and qk_expansion != 1:
             raise ValueError("`kv` sharing reuses the key as the value, so qk_expansion must be 1")
-        self.num_heads, self.sharing = num_heads, sharing
-        g = groups if grouped else 1
+        self.num_heads, self.attention_sharing = num_heads, attention_sharing
+        g = groups if g_mha else 1
         qk_dim = qk_expansion * dim
 
         def proj(out: int) -> GroupedLinear:
-            return GroupedLinear(dim, out, g, shared, bias=qkv_bias)
+            return GroupedLinear(dim, out, g, weight_sharing, bias=qkv_bias)
 
-        if sharing == "none":
+        if attention_sharing == "none":
             self.q_proj, self.k_proj, self.v_proj = proj(qk_dim), proj(qk_dim), proj(dim)
-        elif sharing == "qk":
+        elif attention_sharing == "qk":
             self.qk_proj, self.v_proj = proj(qk_dim), proj(dim)
-        elif sharing == "kv":
+        elif attention_sharing == "kv":
             self.q_proj, self.kv_proj = proj(dim), proj(dim)
         else:
-            raise ValueError(f"sharing must be none, qk or kv, got {sharing!r}")
-        self.out_proj = GroupedLinear(dim, dim, groups if grouped_merge else 1, shared)
+            raise ValueError(f"attention_sharing must be none, qk or kv, got {attention_sharing!r}")
+        self.out_proj = GroupedLinear(dim, dim, groups if g_lml else 1, weight_sharing)
         self.relation = nn.Linear(relation_dim, num_heads) if relation_dim else None
         if kernel == "standard":
             self.kernel: nn.Module = ScaledDotProductAttention(dropout)
         elif kernel == "coupled":
             if grid is None:
                 raise ValueError("the coupled kernel needs a grid (h, w)")
-            self.kernel = CoupledAttention(grid, dropout, logit_scale=coupled_scale)
+            self.kernel = CoupledAttention(grid, dropout, coupled_scale=coupled_scale)
         else:
             raise ValueError(f"kernel must be standard or coupled, got {kernel!r}")
 
     def project(self, x: torch.Tensor, context: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Q from ``x``, K and V from ``context``, reusing shared projections' outputs (ACORT Fig. 6)."""
         self_attention = context is x
-        if self.sharing == "qk":
+        if self.attention_sharing == "qk":
             q = self.qk_proj(x)
             k = q if self_attention else self.qk_proj(context)
             return q, k, self.v_proj(context)
-        if self.sharing == "kv":
+        if self.attention_sharing == "kv":
             k = self.kv_proj(context)
             return self.q_proj(x), k, k
         return self.q_proj(x), self.k_proj(context), self.v_proj(context)

@@ -5,7 +5,7 @@ column attention ``B`` (w x w) whole columns; each channel's output is
 ``softmax(A) . V_c . softmax(B)^T``. This equals ``(softmax(A) kron softmax(B)) . vec(V)``
 without ever forming the Kronecker product.
 
-``logit_scale`` is the power of the head size c that multiplies each logit map: ``quarter``
+``coupled_scale`` is the power of the head size c that multiplies each logit map: ``quarter``
 (c^-1/4, the authors' released code: wer010/Couplformer ``transformers_kronecker.py`` ``Attention``
 and ``vic.py`` ``CouplingAttention``, 2022) or ``half`` (c^-1/2, their 2021 code and standard
 attention's 1/sqrt(c)).
@@ -16,17 +16,17 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-SCALE_POWERS = {"quarter": -0.25, "half": -0.5}  # logit_scale -> power of the head size c (ArchConfig.coupled_scale)
+SCALE_POWERS = {"quarter": -0.25, "half": -0.5}  # coupled_scale -> power of the head size c (ArchConfig.coupled_scale)
 
 
 class CoupledAttention(nn.Module):
     """Attention kernel over a fixed ``grid = (h, w)``; q, k, v arrive as ``(B, H, h*w, d)``."""
 
-    def __init__(self, grid: tuple[int, int], dropout: float = 0.0, logit_scale: str = "quarter"):
+    def __init__(self, grid: tuple[int, int], dropout: float = 0.0, coupled_scale: str = "quarter"):
         super().__init__()
-        if logit_scale not in SCALE_POWERS:
-            raise ValueError(f"logit_scale must be one of {', '.join(SCALE_POWERS)}, got {logit_scale!r}")
-        self.grid, self.logit_scale = tuple(grid), logit_scale
+        if coupled_scale not in SCALE_POWERS:
+            raise ValueError(f"coupled_scale must be one of {', '.join(SCALE_POWERS)}, got {coupled_scale!r}")
+        self.grid, self.coupled_scale = tuple(grid), coupled_scale
         self.drop = nn.Dropout(dropout)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_mask: torch.Tensor | None = None,
@@ -37,7 +37,7 @@ class CoupledAttention(nn.Module):
         b, n, t, c = q.shape
         if t != gh * gw:
             raise ValueError(f"coupled attention built for grid {gh}x{gw} ({gh * gw} tokens) got {t} tokens")
-        scale = c ** SCALE_POWERS[self.logit_scale]  # once on each logit map, as the authors' code does
+        scale = c ** SCALE_POWERS[self.coupled_scale]  # once on each logit map, as the authors' code does
         q = q.view(b, n, gh, gw, c)
         k = k.view(b, n, gh, gw, k.shape[-1])
         v = v.view(b, n, gh, gw, v.shape[-1])
@@ -49,7 +49,7 @@ class CoupledAttention(nn.Module):
         return out.reshape(b, n, t, -1)
 
     def extra_repr(self) -> str:
-        return f"grid={self.grid}, logit_scale={self.logit_scale!r}"
+        return f"grid={self.grid}, coupled_scale={self.coupled_scale!r}"
 
     @staticmethod
     def map_numel(q: torch.Tensor, k: torch.Tensor, grid: tuple[int, int]) -> int:

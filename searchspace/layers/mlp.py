@@ -15,17 +15,17 @@ class FeedForward(nn.Module):
         dim: model width d.
         hidden: inner width d_ff.
         groups: group count k used by the grouped layers.
-        grouped_out: G-FFN: the second layer runs in k groups (Eq. 8); the first stays dense.
-        grouped_in: G-IL: the first layer runs in k groups as well (Tab. III).
-        shared: weight sharing: one set of group weights serves all k groups.
+        g_ffn: G-FFN: the second layer runs in k groups (Eq. 8); the first stays dense.
+        g_il: G-IL: the first layer runs in k groups as well (Tab. III).
+        weight_sharing: one set of group weights serves all k groups.
         dropout: dropout on the hidden activation.
     """
 
-    def __init__(self, dim: int, hidden: int, groups: int = 1, grouped_out: bool = False,
-                 grouped_in: bool = False, shared: bool = False, dropout: float = 0.0):
+    def __init__(self, dim: int, hidden: int, groups: int = 1, g_ffn: bool = False,
+                 g_il: bool = False, weight_sharing: bool = False, dropout: float = 0.0):
         super().__init__()
-        self.fc1 = GroupedLinear(dim, hidden, groups if grouped_in else 1, shared)
-        self.fc2 = GroupedLinear(hidden, dim, groups if grouped_out else 1, shared)
+        self.fc1 = GroupedLinear(dim, hidden, groups if g_il else 1, weight_sharing)
+        self.fc2 = GroupedLinear(hidden, dim, groups if g_ffn else 1, weight_sharing)
         self.act = nn.ReLU()
         self.drop = nn.Dropout(dropout)
 

@@ -32,15 +32,15 @@ class ArchModel(nn.Module):
 
 def make_attention(cfg: ArchConfig, stack: str, kernel: str = "standard", relation_dim: int = 0) -> MultiHeadAttention:
     return MultiHeadAttention(
-        cfg.d_model, cfg.heads, groups=cfg.groups, grouped=cfg.g_mha, shared=cfg.weight_sharing,
-        qk_expansion=cfg.qk_expansion, grouped_merge=cfg.g_lml, sharing=cfg.attention_sharing_of(stack),
+        cfg.d_model, cfg.heads, groups=cfg.groups, g_mha=cfg.g_mha, weight_sharing=cfg.weight_sharing,
+        qk_expansion=cfg.qk_expansion, g_lml=cfg.g_lml, attention_sharing=cfg.attention_sharing_of(stack),
         kernel=kernel, grid=cfg.grid if kernel == "coupled" else None, relation_dim=relation_dim,
         dropout=cfg.dropout, qkv_bias=cfg.qkv_bias, coupled_scale=cfg.coupled_scale or COUPLED_DEFAULT)
 
 
 def make_ffn(cfg: ArchConfig) -> FeedForward:
-    return FeedForward(cfg.d_model, cfg.ffn_dim, groups=cfg.groups, grouped_out=cfg.g_ffn, grouped_in=cfg.g_il,
-                       shared=cfg.weight_sharing, dropout=cfg.dropout)
+    return FeedForward(cfg.d_model, cfg.ffn_dim, groups=cfg.groups, g_ffn=cfg.g_ffn, g_il=cfg.g_il,
+                       weight_sharing=cfg.weight_sharing, dropout=cfg.dropout)
 
 
 def encoder_stack(cfg: ArchConfig, pre_norm: bool, kernel: str = "standard", relation_dim: int = 0) -> SharedStack:
