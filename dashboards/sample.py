@@ -2,7 +2,8 @@
 
 The trials carry exactly the record a real sweep writes (``tuners.storage`` keys, Optuna constraints,
 the outcome mapping of ``tuners.searcher``), but nothing is trained: configurations are drawn from the
-quickstart space and the metrics come from a made-up formula, so thousands of trials take seconds.
+quickstart space and resolved by ``ArchConfig`` (every knob of ``searchspace/knobs.py``), and the
+metrics come from a made-up formula, so thousands of trials take seconds.
 
     python -m dashboards.sample sqlite:///demo.db --trials 300
     lwnas dashboard --storage sqlite:///demo.db
@@ -18,9 +19,10 @@ from typing import Any
 
 import numpy as np
 import optuna
-from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState
 
+from searchspace.convert import optuna_search_space
+from searchspace.space import SearchSpace
 from tuners import storage as keys
 from tuners.objectives import worst_value
 from tuners.outcomes import Outcome
@@ -28,15 +30,18 @@ from tuners.outcomes import Outcome
 MAX_PARAMS = 80_000  # the constraint: larger points are infeasible and never trained
 EPOCHS = 10
 DIRECTIONS = {"accuracy": "maximize", "params": "minimize", "madds": "minimize"}
-DISTRIBUTIONS = {
-    "d_model": CategoricalDistribution((32, 64)), "layers": IntDistribution(1, 2),
-    "g_mha": CategoricalDistribution((True, False)), "g_ffn": CategoricalDistribution((True, False)),
-    "groups": CategoricalDistribution((2, 4)), "weight_sharing": CategoricalDistribution((True, False)),
-    "layer_sharing": CategoricalDistribution(("none", "albert")),
-    "attention": CategoricalDistribution(("standard", "coupled")),
-    "pooling": CategoricalDistribution(("mean", "sketch")), "sketch_n": IntDistribution(2, 8),
-    "sketch_k": CategoricalDistribution((4, 8)), "lr": FloatDistribution(5e-4, 5e-3, log=True),
-}
+# The quickstart study's space (studies/quickstart.yaml) on the digits task's 4x4 grid of 2x2 patches.
+# Points are drawn from it and resolved through ArchConfig, so every knob of the table (searchspace/knobs.py)
+# is in each trial's record, as in a real sweep's.
+SPACE = SearchSpace.from_dict({
+    "d_model": {"choice": [32, 64]}, "heads": 4, "layers": {"int": [1, 2]},
+    "g_mha": {"choice": [True, False]}, "g_ffn": {"choice": [True, False]}, "groups": {"choice": [2, 4]},
+    "weight_sharing": {"choice": [True, False]}, "layer_sharing": {"choice": ["none", "albert"]},
+    "attention": {"choice": ["standard", "coupled"]}, "pooling": {"choice": ["mean", "sketch"]},
+    "sketch_n": {"int": [2, 8]}, "sketch_k": {"choice": [4, 8]}, "lr": {"float": [5e-4, 5e-3], "log": True},
+    "grid": [4, 4], "patch_features": 4, "num_classes": 10,
+}, family="encoder")
+DISTRIBUTIONS = optuna_search_space(SPACE)
 FAILURES = ("loss became NaN at epoch {e}", "the trial's worker died (see Ray's log)",
             "out of memory at epoch {e}")
 
@@ -51,35 +56,13 @@ def study_spec(name: str, objectives: tuple[str, ...]) -> dict[str, Any]:
 
 
 def draw_params(rng: np.random.Generator) -> dict[str, Any]:
-    """Active params of one point of the quickstart space (conditional knobs only where active)."""
-    p: dict[str, Any] = {"d_model": int(rng.choice([32, 64])), "layers": int(rng.integers(1, 3)),
-                         "g_mha": bool(rng.random() < 0.5), "g_ffn": bool(rng.random() < 0.5)}
-    if p["g_mha"] or p["g_ffn"]:
-        p["groups"] = int(rng.choice([2, 4]))
-        p["weight_sharing"] = bool(rng.random() < 0.5)
-    p["layer_sharing"] = str(rng.choice(["none", "albert"]))
-    p["attention"] = str(rng.choice(["standard", "coupled"]))
-    p["pooling"] = str(rng.choice(["mean", "sketch"]))
-    if p["pooling"] == "sketch":
-        p["sketch_n"], p["sketch_k"] = int(rng.integers(2, 9)), int(rng.choice([4, 8]))
-    p["lr"] = float(math.exp(rng.uniform(math.log(5e-4), math.log(5e-3))))
-    return p
+    """Active params of one point of the sample space (conditional knobs only where active)."""
+    return SPACE.sample(rng)
 
 
 def config_of(p: dict[str, Any]) -> dict[str, Any]:
     """The full ArchConfig dict of ``p`` (what ``tuners.searcher`` stores under ``config``)."""
-    groups = p.get("groups", 1)
-    config: dict[str, Any] = {
-        "family": "encoder", "d_model": p["d_model"], "heads": 4, "layers": p["layers"], "dropout": 0.1,
-        "groups": groups, "g_mha": p["g_mha"], "g_ffn": p["g_ffn"], "weight_sharing": p.get("weight_sharing", False),
-        "qk_expansion": 1, "g_lml": False, "g_il": False}
-    if p["layer_sharing"] == "albert":
-        config["layer_sharing"] = f"(0x{p['layers']})"
-    config.update({"attention_sharing": "none", "attention": p["attention"], "pooling": p["pooling"]})
-    if p["pooling"] == "sketch":
-        config.update({"sketch_n": p["sketch_n"], "sketch_k": p["sketch_k"], "sketch_d": 8})
-    config.update({"grid": [4, 4], "patch_features": 4, "num_classes": 10})
-    return config
+    return SPACE.resolve(p).config.to_dict()
 
 
 def costs_of(p: dict[str, Any]) -> dict[str, float]:
@@ -126,7 +109,7 @@ def make_trial(number: int, objectives: tuple[str, ...], rng: np.random.Generato
         outcome = (Outcome.INFEASIBLE if violation > 0 else Outcome.FAILED if u < 0.05
                    else Outcome.PRUNED if u < 0.15 else Outcome.COMPLETE)
     outcome = Outcome(outcome)
-    attrs: dict[str, Any] = {keys.CONFIG: config_of(p), keys.TRAINING: {"lr": p["lr"]}, keys.COSTS: costs,
+    attrs: dict[str, Any] = {keys.CONFIG: config_of(p), keys.TRAINING: SPACE.resolve(p).training, keys.COSTS: costs,
                              keys.OUTCOME: outcome.value, keys.HOST: "sample-host"}
     if number == 0:
         attrs[keys.SEED_CONFIG] = "baseline"

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from .errors import ConfigError, did_you_mean
-from .knobs import ARCH, BY_NAME, FAMILIES, RULES_TABLE, ArchKnob
+from .knobs import ARCH, BY_NAME, FAMILIES, RULES_TABLE, STACKED, ArchKnob
 from .radix import digits_for
 from .sharing import format_pattern, parse_pattern
 
@@ -89,9 +89,14 @@ class ArchConfig:
         return self.d_ff if self.d_ff is not None else 4 * self.d_model
 
     @property
+    def stacks(self) -> tuple[str, ...]:
+        """The stacks the family has: ``encoder``, and ``decoder`` for ``mcan`` and ``ort``."""
+        return ("encoder", "decoder") if self.family in STACKED else ("encoder",)
+
+    @property
     def depths(self) -> dict[str, int]:
         """Layer count of each stack the family has."""
-        if self.family in ("mcan", "ort"):
+        if self.family in STACKED:
             return {"encoder": self.encoder_layers or self.layers, "decoder": self.decoder_layers or self.layers}
         return {"encoder": self.layers}
 

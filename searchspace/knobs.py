@@ -26,6 +26,21 @@ from .sharing import MAX_LAYERS, format_pattern
 FAMILIES = ("encoder", "mcan", "ort", "retrieval")
 STACKED = ("mcan", "ort")  # the families with an encoder and a decoder stack
 KINDS = ("int", "bool", "float", "choice", "pattern", "grid")
+FAMILY_HELP = {
+    "encoder": ("ViT-style classifier over an h×w grid of patch features, pre-LN, pooled head (no CLS token, so "
+                "coupled attention sees the whole grid)", "patches `(B, h·w, patch_features)`"),
+    "mcan": ("LW-Transformer's VQA baseline: post-LN self-attention encoder over question tokens; decoder of "
+             "self-attention + guided attention + FFN over image regions; both pooled, summed, classified",
+             "question ids `(B, Tq)` (0 = pad), regions `(B, R, F)`"),
+    "ort": ("ACORT's captioning baseline (Object Relation Transformer): regions `Linear(F, d)`+ReLU, pre-LN encoder "
+            "with the box-relation term, pre-LN decoder (masked self- + cross-attention), embeddings ×√d + "
+            "sinusoidal positions, untied output layer with bias",
+            "regions, boxes `(B, R, 4)` as (x0, y0, x1, y1) in 0–1 image coordinates (the box-relation embedding "
+            "follows the authors' code, which adds 1.0 to widths and heights: docs/paper-fidelity.md), tokens "
+            "`(B, T)`"),
+    "retrieval": ("image and text towers whose global vectors come from `pooling`; T-EMDE's concatenation head "
+                  "(Linear + ReLU + Linear) scores every image-text pair", "regions, caption ids `(B, T)`"),
+}  # what each family builds, and its forward inputs
 SECTIONS = ("Family", "Widths and depths", "LW-Transformer (group-wise transformation)", "ACORT", "Couplformer",
             "T-EMDE", "Input sizes (what the model is built for and the cost model counts with)")
 
@@ -48,6 +63,24 @@ class ArchKnob:
     active_default: Any = None  # filled where `active_when` holds and the knob is unset
     input_size: bool = False  # fixed by the task: a study may set it, never search it
     default_doc: str | None = None  # the default as docs/knobs.md shows it, where derived from other knobs
+
+    def __post_init__(self) -> None:
+        """The table checks itself when imported: a knob that breaks one of these is a bug in the table."""
+        problems = [
+            (self.kind not in KINDS, f"kind must be one of {', '.join(KINDS)}"),
+            (self.section not in SECTIONS, f"section must be one of {', '.join(SECTIONS)}"),
+            ((self.limit is not None) != (self.kind in ("int", "grid")), "int and grid knobs, and only they, have a limit"),
+            ((self.kind == "choice") != bool(self.choices), "choice knobs, and only they, have choices"),
+            (not set(self.families) <= set(FAMILIES), "families must be among FAMILIES"),
+            (not set(self.family_defaults) <= set(self.families), "family_defaults may name only its families"),
+            (self.families != FAMILIES and self.default is not None,
+             "a knob of some families only defaults to None (give `family_defaults` instead)"),
+            (self.active_when is None and (self.neutral, self.active_default) != (None, None),
+             "only a knob with `active_when` has a neutral value or an active default"),
+        ]
+        broken = [message for failed, message in problems if failed]
+        if broken:
+            raise ValueError(f"knob table: {self.name}: {'; '.join(broken)}")
 
     @property
     def optional(self) -> bool:
@@ -96,7 +129,8 @@ ARCH: tuple[ArchKnob, ...] = (
              "(n + 1)·d with `attention_sharing: qk`, 2·d with `kv`; ÷k with `weight_sharing`", _WIDE),
     # LW-Transformer (group-wise transformation)
     ArchKnob("groups", "int", 1, "k; > 1 needs `g_mha` or `g_ffn`; in a study, `groups: {choice: [1, 2, 4]}` is "
-             "fine: k = 1 is the points without grouping (docs/studies.md)", _LW, limit=1024,
+             "fine: k = 1 is the points without grouping (docs/studies.md). Grouped projections run as one batched "
+             "einsum over a group axis (searchspace/layers/grouped_linear.py)", _LW, limit=1024,
              active_when=_GROUPING, neutral=1),
     ArchKnob("g_mha", "bool", False, "G-MHA (Eq. 6): features split into k chunks *before* the Q/K/V projections; "
              "each group runs heads/groups heads; needs groups ≥ 2", _LW),
@@ -196,6 +230,7 @@ _PATTERNS = ("layer_sharing", "encoder_layer_sharing", "decoder_layer_sharing")
 
 @rule("heads_divide_d_model", "d_model", "heads")
 def _heads_divide_d_model(cfg):
+    """`d_model` is divisible by `heads`."""
     if cfg.d_model % cfg.heads:
         yield "d_model", f"{cfg.d_model} must be divisible by `heads` ({cfg.heads})"
 
@@ -203,12 +238,14 @@ def _heads_divide_d_model(cfg):
 # LW-Transformer §III-B: k groups, each running h/k heads on d/k features.
 @rule("groups_need_grouping", "groups", "g_mha", "g_ffn", activation=True)
 def _groups_need_grouping(cfg):
+    """`groups` > 1 needs `g_mha` or `g_ffn` (LW-Transformer §III-B)."""
     if cfg.groups > 1 and not (cfg.g_mha or cfg.g_ffn):
         yield "groups", f"{cfg.groups} has no effect without `g_mha` or `g_ffn`; set one or use groups: 1"
 
 
 @rule("grouping_needs_groups", "groups", "g_mha", "g_ffn")
 def _grouping_needs_groups(cfg):
+    """`g_mha` and `g_ffn` need `groups` >= 2."""
     for knob, on in (("g_mha", cfg.g_mha), ("g_ffn", cfg.g_ffn)):
         if on and cfg.groups < 2:
             yield knob, f"needs `groups` >= 2, got groups={cfg.groups}"
@@ -216,6 +253,7 @@ def _grouping_needs_groups(cfg):
 
 @rule("groups_divide_heads", "heads", "groups", "g_mha")
 def _groups_divide_heads(cfg):
+    """with `g_mha`, `heads` is divisible by `groups`: each group runs heads/groups heads."""
     if cfg.g_mha and cfg.groups > 1 and cfg.heads % cfg.groups:
         yield "heads", (f"{cfg.heads} must be divisible by `groups` ({cfg.groups}): G-MHA runs heads/groups heads "
                         "per group")
@@ -223,36 +261,42 @@ def _groups_divide_heads(cfg):
 
 @rule("groups_divide_d_model", "d_model", "groups", "g_mha", "g_ffn")
 def _groups_divide_d_model(cfg):
+    """with grouping, `d_model` is divisible by `groups`."""
     if (cfg.g_mha or cfg.g_ffn) and cfg.groups > 1 and cfg.d_model % cfg.groups:
         yield "d_model", f"{cfg.d_model} must be divisible by `groups` ({cfg.groups})"
 
 
 @rule("groups_divide_d_ff", "d_ff", "d_model", "groups", "g_ffn")
 def _groups_divide_d_ff(cfg):
+    """with `g_ffn`, `d_ff` is divisible by `groups`."""
     if cfg.g_ffn and cfg.groups > 1 and cfg.ffn_dim % cfg.groups:
         yield "d_ff", f"{cfg.ffn_dim} must be divisible by `groups` ({cfg.groups}) for G-FFN"
 
 
 @rule("weight_sharing_needs_grouping", "weight_sharing", "g_mha", "g_ffn", activation=True)
 def _weight_sharing_needs_grouping(cfg):
+    """`weight_sharing` needs `g_mha` or `g_ffn`."""
     if cfg.weight_sharing and not (cfg.g_mha or cfg.g_ffn):
         yield "weight_sharing", "shares group weights, so it needs `g_mha` or `g_ffn`"
 
 
 @rule("qk_expansion_needs_g_mha", "qk_expansion", "g_mha", activation=True)
 def _qk_expansion_needs_g_mha(cfg):
+    """`qk_expansion` > 1 needs `g_mha`."""
     if cfg.qk_expansion > 1 and not cfg.g_mha:
         yield "qk_expansion", f"{cfg.qk_expansion} widens G-MHA's Q and K, so it needs `g_mha: true`"
 
 
 @rule("g_lml_needs_g_mha", "g_lml", "g_mha", activation=True)
 def _g_lml_needs_g_mha(cfg):
+    """`g_lml` needs `g_mha`."""
     if cfg.g_lml and not cfg.g_mha:
         yield "g_lml", "groups G-MHA's merge layer, so it needs `g_mha: true`"
 
 
 @rule("g_il_needs_g_ffn", "g_il", "g_ffn", activation=True)
 def _g_il_needs_g_ffn(cfg):
+    """`g_il` needs `g_ffn`."""
     if cfg.g_il and not cfg.g_ffn:
         yield "g_il", "groups G-FFN's first layer, so it needs `g_ffn: true`"
 
@@ -260,9 +304,10 @@ def _g_il_needs_g_ffn(cfg):
 # ACORT attention sharing: kv feeds the projected key in as the value, so widths must match.
 @rule("kv_needs_no_expansion", *_STACK_SHARING, "qk_expansion")
 def _kv_needs_no_expansion(cfg):
+    """`kv` attention sharing (of any stack) needs `qk_expansion: 1`: the key is reused as the value."""
     overrides = {"encoder": ("encoder_attention_sharing", cfg.encoder_attention_sharing),
                  "decoder": ("decoder_attention_sharing", cfg.decoder_attention_sharing)}
-    for stack in cfg.depths:
+    for stack in cfg.stacks:
         if cfg.attention_sharing_of(stack) == "kv" and cfg.qk_expansion > 1:
             knob, own = overrides[stack]
             yield (knob if own else "attention_sharing",
@@ -272,6 +317,7 @@ def _kv_needs_no_expansion(cfg):
 # ACORT cross-layer sharing: one index per layer of the stack.
 @rule("pattern_length", *_DEPTHS, *_PATTERNS)
 def _pattern_length(cfg):
+    """a sharing pattern has one entry per layer of the stack it applies to."""
     overrides = {"encoder": ("encoder_layer_sharing", cfg.encoder_layer_sharing, "encoder_layers"),
                  "decoder": ("decoder_layer_sharing", cfg.decoder_layer_sharing, "decoder_layers")}
     for stack, depth in cfg.depths.items():
@@ -288,18 +334,21 @@ def _pattern_length(cfg):
 
 @rule("radix_base_min", "radix_base")
 def _radix_base_min(cfg):
+    """`radix_base` is at least 2."""
     if cfg.radix_base is not None and cfg.radix_base < 2:
         yield "radix_base", f"must be >= 2, got {cfg.radix_base}"
 
 
 @rule("coupled_needs_grid", "attention", "family")
 def _coupled_needs_grid(cfg):
+    """`attention: coupled` needs the 2-D token grid of family `encoder`."""
     if cfg.attention == "coupled" and cfg.family != "encoder":
         yield "attention", "`coupled` needs a 2-D token grid, which only family `encoder` has"
 
 
 @rule("coupled_scale_needs_coupled", "coupled_scale", "attention", activation=True)
 def _coupled_scale_needs_coupled(cfg):
+    """`coupled_scale` is set only with `attention: coupled`."""
     if cfg.coupled_scale is not None and cfg.attention != "coupled":
         yield "coupled_scale", (f"is set to {cfg.coupled_scale!r} but only applies with `attention: coupled` "
                                 f"(attention is {cfg.attention!r})")
@@ -307,6 +356,7 @@ def _coupled_scale_needs_coupled(cfg):
 
 @rule("sketch_needs_sketch_pooling", "pooling", "sketch_n", "sketch_k", "sketch_d", activation=True)
 def _sketch_needs_sketch_pooling(cfg):
+    """`sketch_n`, `sketch_k`, `sketch_d` are set only with `pooling: sketch`."""
     if cfg.pooling != "sketch":
         for knob, value in (("sketch_n", cfg.sketch_n), ("sketch_k", cfg.sketch_k), ("sketch_d", cfg.sketch_d)):
             if value is not None:
