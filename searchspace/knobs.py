@@ -69,7 +69,8 @@ class ArchKnob:
         problems = [
             (self.kind not in KINDS, f"kind must be one of {', '.join(KINDS)}"),
             (self.section not in SECTIONS, f"section must be one of {', '.join(SECTIONS)}"),
-            ((self.limit is not None) != (self.kind in ("int", "grid")), "int and grid knobs, and only they, have a limit"),
+            ((self.limit is not None) != (self.kind in ("int", "grid")),
+             "int and grid knobs, and only they, have a limit"),
             ((self.kind == "choice") != bool(self.choices), "choice knobs, and only they, have choices"),
             (not set(self.families) <= set(FAMILIES), "families must be among FAMILIES"),
             (not set(self.family_defaults) <= set(self.families), "family_defaults may name only its families"),

@@ -26,7 +26,8 @@ def test_docs_knobs_md_is_generated_from_the_table():
     done = subprocess.run([sys.executable, "-m", "searchspace.knobs_doc"], cwd=ROOT, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
-    assert (ROOT / "docs/knobs.md").read_text() == done.stdout, f"docs/knobs.md is stale: regenerate it with `{COMMAND}`"
+    assert (ROOT / "docs/knobs.md").read_text() == done.stdout, \
+        f"docs/knobs.md is stale: regenerate it with `{COMMAND}`"
 
 
 def test_the_table_refuses_a_malformed_knob():
@@ -146,7 +147,8 @@ def test_a_knob_added_to_the_table_alone_is_checked_documented_and_demanded(tmp_
     copy = _copy_with_probe(tmp_path)
     done = _run(copy, "-c", CHECKS)
     assert done.returncode == 0, done.stderr
-    assert "config {'probe_width': 99} [('probe_width', \"must be at most 16 (the knob's limit), got 99\")]" in done.stdout
+    assert ("config {'probe_width': 99} [('probe_width', \"must be at most 16 (the knob's limit), got 99\")]"
+            in done.stdout)
     assert "config {'probe_width': 'wide'} [('probe_width', \"must be an integer, got 'wide'\")]" in done.stdout
     assert ("config {'family': 'mcan', 'probe_width': 2} [('probe_width', 'does not apply to family `mcan` "
             "(used by encoder, retrieval)')]") in done.stdout
@@ -159,7 +161,8 @@ def test_a_knob_added_to_the_table_alone_is_checked_documented_and_demanded(tmp_
     assert ok.returncode == 0, ok.stderr
     bad = _run(copy, "-c", cli, "space", "validate", "bad.yaml")
     assert bad.returncode != 0
-    assert "bad.yaml:6: space.probe_width.choice: must be at most 16 (the knob's limit), got 40" in bad.stderr, bad.stderr
+    assert ("bad.yaml:6: space.probe_width.choice: must be at most 16 (the knob's limit), got 40"
+            in bad.stderr), bad.stderr
 
     docs = _run(copy, "-m", "searchspace.knobs_doc")
     assert docs.returncode == 0, docs.stderr

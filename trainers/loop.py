@@ -40,7 +40,7 @@ class StopTraining(Exception):
 
 
 def _check_settings(self: Any) -> None:
-    """Refuse every value that breaks its rule in ``searchspace.training.TRAINING``."""
+    """Refuse every value that breaks its rule in ``searchspace.knobs.TRAINING``."""
     problems = [(key, message) for (_, key), message in training_problems(asdict(self))]
     if problems:
         raise ConfigError(problems)
@@ -55,7 +55,7 @@ def _settings_from_dict(cls: type, data: Mapping[str, Any] | None) -> Any:
 
 
 # Training hyperparameters (the ``training`` section of a configuration file). The fields, defaults
-# and checks come from the one table in searchspace.training, so the study checker, `lwnas train`
+# and checks come from the one knob table (searchspace.knobs.TRAINING), so the study checker, `lwnas train`
 # and the sweep's workers cannot disagree about a value.
 TrainSettings = make_dataclass(
     "TrainSettings",
