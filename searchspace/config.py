@@ -18,23 +18,10 @@ from .radix import digits_for
 from .sharing import format_pattern, parse_pattern
 
 # Derived from the knob table (searchspace/knobs.py) for the modules that read them by these names.
-ATTENTION_KERNELS = BY_NAME["attention"].choices
-COUPLED_SCALES = BY_NAME["coupled_scale"].choices  # x head_dim^-1/4 (authors' code) or ^-1/2
-ATTENTION_SHARING = BY_NAME["attention_sharing"].choices
-POOLINGS = BY_NAME["pooling"].choices
 COUPLED_DEFAULT = BY_NAME["coupled_scale"].active_default  # Couplformer's released code (wer010/Couplformer, 2022)
-SKETCH_DEFAULTS = {k: BY_NAME[k].active_default for k in ("sketch_n", "sketch_k", "sketch_d")}
-# Knobs that only make sense for some families; any other family rejects them when set.
-FAMILY_KNOBS: dict[str, frozenset[str]] = {
-    f: frozenset(k.name for k in ARCH if k.families != FAMILIES and f in k.families) for f in FAMILIES}
-# Defaults filled per family for knobs left unset.
+# Defaults filled per family for knobs left unset (the tasks read them).
 FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
     f: {k.name: k.family_defaults[f] for k in ARCH if f in k.family_defaults} for f in FAMILIES}
-# Upper bound of every integer knob, far above any Transformer the papers describe. Within them
-# every tensor of a model has fewer than 2**63 bytes, so the cost model can shape it on the meta
-# device; a value beyond is refused by rule rather than sized (d_model: 1e9 would overflow).
-KNOB_LIMITS: dict[str, int] = {k.name: k.limit for k in ARCH if k.kind == "int"}
-GRID_LIMIT = BY_NAME["grid"].limit  # per side: at most a million tokens
 # Every rule between knobs, with the knobs its outcome depends on. The search space uses this to
 # check a study's discrete part rule by rule (searchspace/space_check.py).
 RULES: dict[str, frozenset[str]] = {r.name: r.reads for r in RULES_TABLE}

@@ -100,7 +100,10 @@ class ArchKnob:
         return base | None if self.optional else base
 
 
-_SIZE = 65_536  # widths and token counts; within these limits every tensor of a model is < 2**63 bytes
+# Limits: far above any Transformer the papers describe. Within them every tensor of a model has fewer
+# than 2**63 bytes, so the cost model can shape it on the meta device; a value beyond is refused rather
+# than sized (d_model: 1e9 would overflow).
+_SIZE = 65_536  # widths and token counts
 _GROUPING = [{"g_mha": True}, {"g_ffn": True}]
 _WIDE = "Widths and depths"
 _LW, _ACORT, _COUPLED, _TEMDE = SECTIONS[2], "ACORT", "Couplformer", "T-EMDE"

@@ -26,7 +26,7 @@ from .config import ArchConfig, type_problems
 from .domains import (SPEC_KEYS, Choice, Domain, DomainError, Fixed, FloatRange, IntRange, checked_values,
                       parse_domain)
 from .errors import LwnasError, did_you_mean, shown
-from .knobs import ARCH, FAMILIES, RULES_TABLE
+from .knobs import ARCH, FAMILIES, RULES_TABLE, STACKED
 from .sharing import PATTERN_FAMILIES, generate_pattern, parse_pattern
 from .training import TRAINING_DEFAULTS, TRAINING_KNOBS, training_value_problem
 
@@ -245,7 +245,8 @@ def resolve_patterns(values: dict[str, Any]) -> dict[str, Any]:
     family = values.get("family", "encoder")
     layers = values.get("layers", 2)
     depths = {"encoder": values.get("encoder_layers") or layers}
-    if family in ("mcan", "ort"):
+    own_knob = {"encoder": "encoder_layer_sharing", "decoder": "decoder_layer_sharing"}  # each stack's override
+    if family in STACKED:
         depths["decoder"] = values.get("decoder_layers") or layers
     out = dict(values)
     shared = values.get("layer_sharing")
@@ -256,12 +257,12 @@ def resolve_patterns(values: dict[str, Any]) -> dict[str, Any]:
         else:  # stacks of different depth: one generated pattern each
             out["layer_sharing"] = None
             for stack, pattern in generated.items():
-                if out.get(f"{stack}_layer_sharing") is None:
-                    out[f"{stack}_layer_sharing"] = pattern
+                if out.get(own_knob[stack]) is None:
+                    out[own_knob[stack]] = pattern
     for stack, depth in depths.items():
-        own = values.get(f"{stack}_layer_sharing")
+        own = values.get(own_knob[stack])
         if isinstance(own, str) and own in PATTERN_FAMILIES:
-            out[f"{stack}_layer_sharing"] = _generate(own, depth)
+            out[own_knob[stack]] = _generate(own, depth)
     return {k: v for k, v in out.items() if v is not None or k not in PATTERN_KNOBS}
 
 

@@ -282,18 +282,18 @@ def test_masks_relation_bias_and_causal_match_naive():
 
 
 # ---- FFN ----------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("grouped_in", [False, True], ids=["g_ffn", "g_ffn+g_il"])
+@pytest.mark.parametrize("g_il", [False, True], ids=["g_ffn", "g_ffn+g_il"])
 @pytest.mark.parametrize("shared", [False, True])
-def test_grouped_ffn_equals_loop(grouped_in, shared):
+def test_grouped_ffn_equals_loop(g_il, shared):
     torch.manual_seed(5)
     d, hidden, k = 16, 32, 4
-    ffn = FeedForward(d, hidden, groups=k, g_ffn=True, g_il=grouped_in, weight_sharing=shared).to(DT).eval()
+    ffn = FeedForward(d, hidden, groups=k, g_ffn=True, g_il=g_il, weight_sharing=shared).to(DT).eval()
     assert ffn.fc2.groups == k
-    assert ffn.fc1.groups == (k if grouped_in else 1)  # G-FFN keeps the first layer dense
-    if not grouped_in:
+    assert ffn.fc1.groups == (k if g_il else 1)  # G-FFN keeps the first layer dense
+    if not g_il:
         assert ffn.fc1.weight.shape == (hidden, d)
     x = _rand(3, 5, d)
-    if grouped_in:
+    if g_il:
         hid = torch.cat([x[..., i * 4:(i + 1) * 4] @ group_params(ffn.fc1, i)[0] + group_params(ffn.fc1, i)[1]
                          for i in range(k)], -1)
     else:
