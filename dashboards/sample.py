@@ -109,7 +109,8 @@ def make_trial(number: int, objectives: tuple[str, ...], rng: np.random.Generato
         outcome = (Outcome.INFEASIBLE if violation > 0 else Outcome.FAILED if u < 0.05
                    else Outcome.PRUNED if u < 0.15 else Outcome.COMPLETE)
     outcome = Outcome(outcome)
-    attrs: dict[str, Any] = {keys.CONFIG: config_of(p), keys.TRAINING: SPACE.resolve(p).training, keys.COSTS: costs,
+    point = SPACE.resolve(p)
+    attrs: dict[str, Any] = {keys.CONFIG: point.config.to_dict(), keys.TRAINING: point.training, keys.COSTS: costs,
                              keys.OUTCOME: outcome.value, keys.HOST: "sample-host"}
     if number == 0:
         attrs[keys.SEED_CONFIG] = "baseline"

@@ -15,6 +15,7 @@ Torch-free: the CLI and the study checker import this without torch.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -50,7 +51,7 @@ class ArchKnob:
     """One architecture knob: its type and domain, defaults, families, activation and help."""
 
     name: str
-    kind: str  # one of KINDS
+    kind: str  # one of KINDS; a float knob is a fraction in [0, 1) (dropout)
     default: Any  # where unset (None: unset, filled from `family_defaults` or `active_default`)
     help: str
     section: str
@@ -88,8 +89,9 @@ class ArchKnob:
         """Whether the knob may be null (unset) in a configuration."""
         return self.default is None
 
-    @property
+    @functools.cached_property
     def activation(self) -> Condition | None:
+        """``active_when`` parsed, as the search space and ``ArchConfig`` evaluate it."""
         return None if self.active_when is None else Condition.parse(self.active_when)
 
     @property

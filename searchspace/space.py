@@ -37,7 +37,7 @@ SPACE_KNOBS = (*ARCH_KNOBS, *TRAINING_KNOBS)
 
 # Activation rules of the architecture as conditions, with the value a knob takes where its
 # condition does not hold (the knob table's `active_when` and `neutral`).
-IMPLIED: dict[str, tuple[Condition, Any]] = {k.name: (k.activation, k.neutral) for k in ARCH if k.active_when}
+IMPLIED: dict[str, tuple[Condition, Any]] = {k.name: (k.activation, k.neutral) for k in ARCH if k.active_when is not None}
 ACTIVATION_RULES = frozenset(r.name for r in RULES_TABLE if r.activation)
 
 Problem = tuple[tuple[Any, ...], str]  # (path inside the study, message)

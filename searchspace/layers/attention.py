@@ -70,8 +70,7 @@ class MultiHeadAttention(nn.Module):
         coupled_scale: ``quarter`` or ``half``: the coupled kernel's logit scale (``CoupledAttention``).
     """
 
-    def __init__(self, dim: int, num_heads: int, groups: int = 1, g_mha: bool = False,
-                 weight_sharing: bool = False,
+    def __init__(self, dim: int, num_heads: int, groups: int = 1, g_mha: bool = False, weight_sharing: bool = False,
                  qk_expansion: int = 1, g_lml: bool = False, attention_sharing: str = "none",
                  kernel: str = "standard", grid: tuple[int, int] | None = None, relation_dim: int = 0,
                  dropout: float = 0.0, qkv_bias: bool = True, coupled_scale: str = "quarter"):
