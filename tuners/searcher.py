@@ -39,7 +39,6 @@ from searchspace.study import Study
 from trainers.loop import TrainSettings
 
 from . import storage as keys
-
 from .constraints import StaticCosts, Verdict
 from .objectives import worst_values
 from .outcomes import Outcome

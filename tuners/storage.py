@@ -162,7 +162,8 @@ def record_of(trial: Any) -> TrialRecord:
     default_outcome = default_outcome.value if default_outcome else state.lower()  # running, waiting
     return TrialRecord(
         number=trial.number, config=attrs.get(CONFIG, {}), training=attrs.get(TRAINING, {}),
-        task=attrs.get(TASK), task_options=attrs.get(TASK_OPTIONS, {}), seed=attrs.get(SEED), costs=attrs.get(COSTS, {}),
+        task=attrs.get(TASK), task_options=attrs.get(TASK_OPTIONS, {}), seed=attrs.get(SEED),
+        costs=attrs.get(COSTS, {}),
         state=state, outcome=attrs.get(OUTCOME, default_outcome),
         values=list(trial.values) if trial.values is not None else None, params=dict(trial.params),
         constraints=dict(trial.constraints), epochs=epochs_of(attrs), wall_time=attrs.get(WALL_TIME),

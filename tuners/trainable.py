@@ -8,9 +8,10 @@ configuration, so what storage holds is what ran. Its path goes one way down the
 ``tuners`` (this file) -> ``trainers`` (task registry, training loop) -> ``searchspace`` (models).
 
 Its first epoch's report says what it built (configuration, parameter count of the model, training
-settings; Ray writes it to the trial's ``result.json``), which a test compares with the stored record. A deterministic
-training failure (non-finite loss, divergence, out of memory) is reported as the trial's outcome and
-not retried; any other exception is reported and re-raised so Ray retries it (``max_failures``).
+settings; Ray writes it to the trial's ``result.json``), which a test compares with the stored
+record. A deterministic training failure (non-finite loss, divergence, out of memory) is reported as
+the trial's outcome and not retried; any other exception is reported and re-raised so Ray retries it
+(``max_failures``).
 """
 
 from __future__ import annotations
@@ -77,10 +78,9 @@ def run_trial(config: dict[str, Any]) -> None:
 
     host = socket.gethostname()
     node = ray.get_runtime_context().get_node_id()  # tells apart two nodes on one host
-    record = TrialRecord.from_worker(config[RECORD])
     where = {"host": host, "node": node}
     try:
-        train_record(record, lambda r: tune.report({**r, **where}))
+        train_record(TrialRecord.from_worker(config[RECORD]), lambda r: tune.report({**r, **where}))
     except Exception as exc:
         tune.report({"lwnas_error": f"{type(exc).__name__}: {exc}", **where,
                      "lwnas_traceback": traceback.format_exc(limit=8)})
