@@ -2,8 +2,9 @@
 
 A real sweep (Ray, PyTorch, SQLite) through the installed `lwnas`: every worker reports what it built
 (in its first epoch's report, which Ray keeps in the trial's ``result.json``), and that must equal the
-record the driver stored. The worker's code is then run in this process on a stored record with the study language, the resolution, the
-task adaptation and the cost model made to fail: it must still train, and reproduce the sweep's value.
+record the driver stored. The worker's code is then run in this process on a stored record with the
+study language, the resolution, the task adaptation and the cost model made to fail: it must still
+train, and reproduce the sweep's value.
 A study written the old way (training settings on the study, epochs as one list) still reads.
 """
 
