@@ -44,8 +44,7 @@ def run_arm(sampler: str, scheduler: str, seed: int, epochs: int, compute: int, 
     t0 = time.perf_counter()
     ot = run_sweep(study, SweepOptions(storage=storage, quiet=True))
     wall = time.perf_counter() - t0
-    trained = sorted((record_of(t) for t in ot.trials if t.user_attrs.get("epochs")),
-                     key=lambda r: r.datetime_complete)
+    trained = sorted((r for r in map(record_of, ot.trials) if r.epochs), key=lambda r: r.datetime_complete)
     used, within = 0, []
     for r in trained:
         if used + len(r.epochs) > compute:

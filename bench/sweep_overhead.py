@@ -66,7 +66,9 @@ def through_sweep(study, trials: int, storage: str) -> tuple[float, float, list]
     t0 = time.perf_counter()
     ot = run_sweep(study, SweepOptions(storage=storage, trials=trials, max_concurrent=1, quiet=True))
     wall = time.perf_counter() - t0
-    ordered = sorted((t for t in ot.trials if "epochs" in t.user_attrs), key=lambda t: t.number)
+    from tuners.storage import record_of
+
+    ordered = sorted((t for t in ot.trials if record_of(t).epochs), key=lambda t: t.number)
     return wall, init_s, [t.params for t in ordered]
 
 

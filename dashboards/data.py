@@ -122,10 +122,15 @@ def plot_value(record: TrialRecord, index: int, metric: str) -> float:
     return math.nan
 
 
+# training settings a record holds that are the sweep's bookkeeping, not a knob a study searches
+RUN_SETTINGS = ("seed",)
+
+
 def knobs_of(record: TrialRecord) -> dict[str, Any]:
     """Every knob of a trial: the full configuration and training settings, with each sampled knob as the
     study file and the CLI write it (``layer_sharing: albert``, not the ``(0x2)`` it resolves to)."""
-    return {**record.config, **record.training, **record.params}
+    training = {k: v for k, v in record.training.items() if k not in RUN_SETTINGS}
+    return {**record.config, **training, **record.params}
 
 
 def _cell(value: Any) -> Any:

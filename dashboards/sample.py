@@ -123,7 +123,8 @@ def make_trial(number: int, objectives: tuple[str, ...], rng: np.random.Generato
         trained = {Outcome.COMPLETE: EPOCHS, Outcome.PRUNED: int(rng.integers(1, 4)),
                    Outcome.FAILED: int(rng.integers(0, 5))}[outcome]
         epochs = learning_curve(final, trained, rng)
-        attrs.update({keys.EPOCHS: epochs, keys.BUDGET_USED: len(epochs)})
+        attrs.update({keys.epoch_key(e["epoch"]): e for e in epochs})
+        attrs[keys.BUDGET_USED] = len(epochs)
         if epochs:
             attrs[keys.WALL_TIME] = epochs[-1]["wall_time"]
         if outcome == Outcome.COMPLETE:

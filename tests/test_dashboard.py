@@ -264,12 +264,12 @@ def test_knob_importance_with_too_few_trials_says_so(tmp_path_factory, monkeypat
 def test_trial_detail_shows_config_costs_curve_and_failure(seeded, monkeypatch):
     url, study = seeded
     at = run_app(url, monkeypatch, "Trial detail")
-    failed = next(t for t in study.trials if t.user_attrs["outcome"] == "failed" and t.user_attrs["epochs"])
+    failed = next(t for t in study.trials if t.user_attrs["outcome"] == "failed" and record_of(t).epochs)
     at.selectbox(key="detail_trial").set_value(failed.number).run()
     assert any(failed.user_attrs["failure"] in shown(e.value) for e in at.error)
     assert any(f"d_model: {failed.user_attrs['config']['d_model']}" in c.value for c in at.code)
     curve = chart(at, "detail_curve")
-    epochs = [e["epoch"] for e in failed.user_attrs["epochs"]]
+    epochs = [e["epoch"] for e in record_of(failed).epochs]
     assert any(values(t["x"]) == epochs for t in curve["data"])
     costs = next(df.value for df in at.dataframe if list(df.value.columns) == ["cost", "value"])
     assert f"{failed.user_attrs['costs']['params']:,}" in set(costs["value"])
@@ -397,7 +397,7 @@ def test_sample_metrics_are_finite_where_trained(seeded):
     for t in study.trials:
         if t.user_attrs["outcome"] == "complete":
             assert all(math.isfinite(v) for v in t.values)
-            assert t.values[0] == t.user_attrs["epochs"][-1]["val_accuracy"]
+            assert t.values[0] == record_of(t).epochs[-1]["val_accuracy"]
 
 
 def test_a_running_study_is_marked_and_refreshes_itself(tmp_path, monkeypatch):

@@ -14,7 +14,7 @@ import pytest
 
 from searchspace.study import load_study
 from tuners.constraints import StaticCosts
-from tuners.storage import open_storage
+from tuners.storage import open_storage, record_of
 from tuners.study_check import make_task, task_family
 from tuners.sweep import SweepOptions, open_study_storage
 
@@ -52,7 +52,7 @@ def test_a_restored_searcher_finishes_the_trial_its_predecessor_proposed(tmp_pat
     assert trial.state == optuna.trial.TrialState.COMPLETE
     assert trial.values == [0.5, trial.user_attrs["costs"]["params"]]
     assert trial.user_attrs["outcome"] == "complete" and trial.user_attrs["budget_used"] == 1
-    assert [e["epoch"] for e in trial.user_attrs["epochs"]] == [1] and trial.user_attrs["host"] == "h"
+    assert [e["epoch"] for e in record_of(trial).epochs] == [1] and trial.user_attrs["host"] == "h"
 
 
 def test_restore_refuses_another_studys_state(tmp_path):

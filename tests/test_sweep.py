@@ -24,6 +24,7 @@ from searchspace.files import load_config_file
 from searchspace.study import load_study
 from trainers import cost
 from tuners.constraints import StaticCosts
+from tuners.storage import record_of
 from tuners.study_check import make_task, task_family
 
 COMPLETE, FAIL, PRUNED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL,
@@ -128,7 +129,7 @@ def test_every_trained_trial_keeps_its_full_record(sqlite_sweep):
         assert set(attrs["costs"]) >= {"params", "madds"}, attrs  # memory only where the study asks for it
         assert attrs["config"]["d_model"] == t.params["d_model"]
         assert math.isclose(attrs["training"]["lr"], t.params["lr"])
-        epochs = attrs["epochs"]
+        epochs = record_of(t).epochs
         assert [e["epoch"] for e in epochs] == list(range(1, s.epochs + 1)), epochs
         assert all(0.0 <= e["val_accuracy"] <= 1.0 for e in epochs)
         assert attrs["budget_used"] == s.epochs and attrs["wall_time"] > 0
@@ -151,7 +152,7 @@ def test_infeasible_points_are_recorded_with_constraints_and_never_trained(sqlit
     for t in infeasible:
         assert t.params["d_model"] == 128
         assert t.constraints == {"params": t.user_attrs["costs"]["params"] - s.limit} and t.constraints["params"] > 0
-        assert "epochs" not in t.user_attrs and "host" not in t.user_attrs, "an infeasible point was trained"
+        assert not record_of(t).epochs and "host" not in t.user_attrs, "an infeasible point was trained"
         assert "params" in t.user_attrs["failure"]
     for t in s.trials.values():
         if outcome(t) == "complete":
@@ -196,7 +197,7 @@ def test_export_then_train_reproduces_the_recorded_value(sqlite_sweep):
     assert rc == 0, out[-3000:]
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["params"] == recorded["costs"]["params"]
-    assert metrics["val"]["accuracy"] == recorded["epochs"][-1]["val_accuracy"] == s.trials[number].values[0]
+    assert metrics["val"]["accuracy"] == record_of(s.trials[number]).epochs[-1]["val_accuracy"] == s.trials[number].values[0]
     assert load_config_file(run_dir / "config.yaml").config.to_dict() == recorded["config"]
 
     rc, out = run_proc(["lwnas", "train", str(exported), "--task", "shapes-vqa", "-o", str(run_dir)],
@@ -260,7 +261,7 @@ def test_mo_asha_stops_trials_early_and_records_them_pruned(tmp_path):
     for t in pruned:
         assert outcome(t) == "pruned" and t.values is None
         assert 1 <= t.user_attrs["budget_used"] < epochs == 4
-        assert len(t.user_attrs["epochs"]) == t.user_attrs["budget_used"]
+        assert len(record_of(t).epochs) == t.user_attrs["budget_used"]
     complete = [t for t in s.trials.values() if t.state == COMPLETE]
     assert complete and all(t.user_attrs["budget_used"] == epochs for t in complete)
     assert len(pruned) + len(complete) == budget, summary(s.trials)

@@ -120,6 +120,14 @@ def _global_peak_tracker():
     Stock MemTracker also refreshes every module's local peak after every op, which costs
     O(ops x modules) (about 5x slower on the MCAN baseline, bench/cost_speed.py); we only report
     the global peak, so that update is skipped (the private names are MemTracker's own).
+
+    Private on purpose, checked against torch 2.13: MemTracker itself lives in the private
+    ``torch.distributed._tools``, and torch has no public peak-memory figure on CPU
+    (``torch.accelerator.max_memory_allocated`` and ``torch.cuda``'s serve accelerators only; the
+    profiler's ``profile_memory`` gives per-op allocations, not the live peak). The override touches
+    ``_update_peak_stats``, ``_curr_mem_snap``, ``_peak_mem`` and ``_peak_mem_snap``: if an upgrade
+    renames the method, stock MemTracker measures (same peak, slower); if it renames the fields, the
+    override raises and ``tests/test_cli_cost.py``'s memory checks fail.
     """
     from torch.distributed._tools.mem_tracker import MemTracker
 

@@ -22,7 +22,7 @@ from searchspace import ArchConfig, ConfigError, build_model
 from searchspace.errors import LwnasError
 from searchspace.training import TRAINING, training_problems
 
-from .cost import cost
+from .cost import cost, count_params
 from .tasks import Task, adapt_config, batches, split_size
 from .tasks.base import DATA_SEED
 
@@ -76,7 +76,7 @@ class TrainResult:
     val: dict[str, float]
     test: dict[str, float]
     params: int
-    madds: int
+    madds: int | None
     wall_time: float
     model: torch.nn.Module = field(repr=False)
 
@@ -117,7 +117,7 @@ def lr_lambda(settings: TrainSettings, steps_per_epoch: int) -> Callable[[int], 
 def train(config: ArchConfig, task: Task, settings: TrainSettings | None = None,
           callback: Callable[[dict[str, Any]], None] | None = None, progress: bool = True,
           data: dict | None = None) -> TrainResult:
-    """Train ``config`` on ``task``; validation metrics go to ``callback`` after every epoch.
+    """Train ``config`` on ``task`` after fitting it to the task's input sizes (``lwnas train``).
 
     Args:
         config: the architecture; the task's input sizes are applied (``adapt_config``).
@@ -125,20 +125,31 @@ def train(config: ArchConfig, task: Task, settings: TrainSettings | None = None,
         settings: training hyperparameters (defaults if None).
         callback: called with each epoch's report; may raise ``StopTraining`` to end early.
         progress: a progress bar on a terminal, one log line per epoch otherwise.
-        data: preloaded ``task.load()`` output (sweeps reuse it across trials).
+        data: preloaded ``task.load()`` output.
 
     Raises:
         TrainingError: non-finite loss, out of memory or divergence, with the epoch and reason.
     """
-    settings = settings or TrainSettings()
     config = adapt_config(config, task)
+    return fit(config, task, settings, callback, progress, data, madds=cost(config, memory=False).madds)
+
+
+def fit(config: ArchConfig, task: Task, settings: TrainSettings | None = None,
+        callback: Callable[[dict[str, Any]], None] | None = None, progress: bool = True,
+        data: dict | None = None, madds: int | None = None) -> TrainResult:
+    """Train exactly ``config`` (already fitted to ``task``): a sweep's worker trains its trial record so.
+
+    Each epoch's report carries ``params``, counted on the model this call built, and ``madds`` as given
+    (the caller's static cost; nothing is costed here). Arguments and errors as ``train``.
+    """
+    settings = settings or TrainSettings()
     if settings.threads:
         torch.set_num_threads(settings.threads)
     torch.manual_seed(settings.seed)
     device = resolve_device(settings.device)
     data = data or task.load(seed=DATA_SEED)
-    static = cost(config, memory=False)
     model = build_model(config).to(device)
+    params = count_params(model)[0]
     lr = settings.lr * (math.sqrt(config.groups) if settings.lr_sqrt_groups else 1.0)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=settings.weight_decay)
     steps = math.ceil(split_size(data["train"]) / settings.batch_size)
@@ -183,7 +194,7 @@ def train(config: ArchConfig, task: Task, settings: TrainSettings | None = None,
             elapsed = time.perf_counter() - t0
             report = {"epoch": epoch, "train_loss": train_loss, **{f"val_{k}": v for k, v in val.items()},
                       "lr": scheduler.get_last_lr()[0], "epoch_time": elapsed, "samples_per_s": seen / elapsed,
-                      "wall_time": time.perf_counter() - start, "params": static.params, "madds": static.madds}
+                      "wall_time": time.perf_counter() - start, "params": params, "madds": madds}
             history.append(report)
             bar.end(report, task.metric)
             if callback:
@@ -197,7 +208,7 @@ def train(config: ArchConfig, task: Task, settings: TrainSettings | None = None,
     model.eval()
     test = task.evaluate(model, data["test"])
     val = {k[4:]: v for k, v in history[-1].items() if k.startswith("val_")}
-    return TrainResult(config, settings, task.name, history, val, test, static.params, static.madds,
+    return TrainResult(config, settings, task.name, history, val, test, params, madds,
                        time.perf_counter() - start, model)
 
 

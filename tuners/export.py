@@ -25,7 +25,7 @@ from .outcomes import Outcome
 from .pareto import pareto_front
 from .storage import TrialRecord, record_of
 from .study_check import task_family
-from .trainable import trial_seed, trial_training
+from .record import trial_seed, trial_training
 
 
 class ExportError(LwnasError, ValueError):
@@ -65,8 +65,8 @@ def _infeasible(record: TrialRecord) -> bool:
             or any(not math.isfinite(v) for v in record.values or []))
 
 
-def trial_settings(ot_study: optuna.Study, record: TrialRecord) -> tuple[Study, dict[str, Any]]:
-    """The study a trial belongs to and the training settings it ran with (seed and threads included)."""
+def recorded_study(ot_study: optuna.Study) -> Study:
+    """The study a sweep recorded (its objectives, tuner and training sections)."""
     spec = ot_study.user_attrs.get(keys.STUDY_SPEC)
     if not spec:
         raise ExportError(f"study {ot_study.study_name!r} was not created by lwnas sweep "
@@ -74,26 +74,37 @@ def trial_settings(ot_study: optuna.Study, record: TrialRecord) -> tuple[Study, 
     try:
         # the name rule guards the paths a sweep makes; a stored name predating it is contained where export
         # makes paths (export_file_name), so it must not stop the rest of the study from reading
-        study = study_from_dict({**spec, "name": path_component(ot_study.study_name)}, task_family=task_family,
-                                check_space=False)
+        return study_from_dict({**spec, "name": path_component(ot_study.study_name)}, task_family=task_family,
+                               check_space=False)
     except StudyError as exc:
         raise ExportError(f"study {ot_study.study_name!r}: its recorded study no longer reads: "
                           + "; ".join(f"{w}: {m}" for w, m in exc.problems)) from None
+
+
+def trial_settings(ot_study: optuna.Study, record: TrialRecord) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """The task, task options and training settings (seed and threads included) trial ``record`` ran with.
+
+    A record the driver planned holds all three; a study written by an earlier lwnas kept only the
+    sampled settings on the trial, so the rest comes from its recorded study, as its driver derived them.
+    """
+    if record.planned:
+        return record.task, record.task_options, record.training
+    study = recorded_study(ot_study)
     seed = trial_seed(study.tuner.seed, record.number)
-    return study, trial_training(study, record.training, seed, study.tuner.cpus_per_trial)
+    return study.task, study.task_options, trial_training(study, record.training, seed, study.tuner.cpus_per_trial)
 
 
 def export_text(ot_study: optuna.Study, record: TrialRecord) -> str:
     """The YAML of one trial: configuration, task, training settings (its seed included), provenance."""
-    study, training = trial_settings(ot_study, record)
+    task, task_options, training = trial_settings(ot_study, record)
     config = ArchConfig.from_dict(record.config)
     names = ot_study.metric_names or [f"objective_{i}" for i in range(len(ot_study.directions))]
-    provenance = {"study": ot_study.study_name, "task": study.task, "trial": record.number,
+    provenance = {"study": ot_study.study_name, "task": task, "trial": record.number,
                   "state": record.state, "outcome": record.outcome, "values": dict(zip(names, record.values or [])),
                   "costs": record.costs, "params": record.params,
                   "lwnas_version": ot_study.user_attrs.get(keys.STUDY_VERSION, "unknown")}
-    task = {"task": study.task, **({"task_options": study.task_options} if study.task_options else {})}
-    return dump_config(config, keys.plain({**task, "training": training, "provenance": provenance}))
+    task_section = {"task": task, **({"task_options": task_options} if task_options else {})}
+    return dump_config(config, keys.plain({**task_section, "training": training, "provenance": provenance}))
 
 
 def export_file_name(ot_study: optuna.Study, record: TrialRecord) -> str:

@@ -10,7 +10,11 @@ internals are relied on:
   samplers learn the feasible region) and never reaches a worker;
 * the result -> trial-state mapping is explicit: a trial that trained its full budget is COMPLETE;
   one a scheduler stopped is PRUNED with the epochs it used; a failure is FAIL with its reason;
-* per-epoch metrics, configuration, costs, wall time and host go to the trial's user attributes.
+* each point is resolved, adapted to the task and costed once, here: the trial's record
+  (``tuners/record.py``: configuration, every training setting, task, seed, costs) goes to the
+  trial's user attributes and, as plain data in the Ray trial's config, to the worker, which trains
+  exactly it;
+* each epoch's metrics go to a user attribute of their own; wall time, host and outcome at the end.
 
 The searcher's only state of its own is the map from Ray trial ids to Optuna trial numbers (and the
 epochs recorded so far); everything else lives in the Optuna storage. ``save`` writes that map as
@@ -32,12 +36,14 @@ from ray.tune.search import Searcher
 from searchspace.convert import optuna_suggest
 from searchspace.errors import LwnasError, shorten
 from searchspace.study import Study
+from trainers.loop import TrainSettings
 
 from . import storage as keys
-from .constraints import StaticCosts
+from .constraints import StaticCosts, Verdict
 from .objectives import worst_values
 from .outcomes import Outcome
-from .trainable import NUMBER, SEED, trial_seed
+from .record import TrialRecord, trial_seed, trial_training
+from .trainable import NUMBER, RECORD
 
 # infeasible points in a row before the sweep gives up on the constraints (each costs ~0.1 s to check;
 # constraints that no point meets at all are refused before the sweep starts, as `lwnas space validate` does)
@@ -117,22 +123,32 @@ class StudySearcher(Searcher):
             ot_trial = self.ot_study.ask()
             active = self.suggest_params(ot_trial)
             params = {**ot_trial.params, **active}  # every value suggested, as Ray's define-by-run adapter gave
-            point = self.study.space.resolve(params)
-            config = self.static.adapt(point.config)
-            verdict = self.static.evaluate(config)
-            attrs = {keys.CONFIG: config.to_dict(), keys.TRAINING: point.training, keys.COSTS: verdict.costs}
-            for key, value in attrs.items():
-                ot_trial.set_user_attr(key, keys.plain(value))
+            record, verdict = self._plan(ot_trial.number, params)
+            for key, value in keys.planned_attrs(record).items():
+                ot_trial.set_user_attr(key, value)
             for constraint in self.study.constraints:
                 ot_trial.set_constraint(constraint.metric, constraint.violation(verdict.costs[constraint.metric]))
             if verdict.feasible:
                 self.numbers[trial_id] = ot_trial.number
-                return {**params, NUMBER: ot_trial.number, SEED: trial_seed(self.study.tuner.seed, ot_trial.number)}
+                # the record is all the worker gets: it trains exactly what storage holds
+                return {**params, NUMBER: ot_trial.number, RECORD: keys.plain(record.for_worker())}
             self._tell_infeasible(ot_trial, verdict)
             self._rejected(trial_id)
         reasons = ", ".join(f"{k}: {v}" for k, v in self.static.summary()["reasons"].items())
         raise InfeasibleStudyError(f"{MAX_REJECTIONS} points in a row broke the constraints ({shorten(reasons)}); "
                                    f"relax them or narrow the space")
+
+    def _plan(self, number: int, params: dict[str, Any]) -> tuple[TrialRecord, Verdict]:
+        """Resolve and cost a point once: the trial's record (what the worker trains) and its verdict."""
+        point = self.study.space.resolve(params)
+        config = self.static.adapt(point.config)
+        verdict = self.static.evaluate(config)
+        seed = trial_seed(self.study.tuner.seed, number)
+        training = trial_training(self.study, point.training, seed, self.study.tuner.cpus_per_trial)
+        record = TrialRecord(number=number, config=config.to_dict(), task=self.study.task,
+                             training=TrainSettings.from_dict(training).to_dict(),  # every setting, defaults too
+                             task_options=dict(self.study.task_options), seed=seed, costs=verdict.costs)
+        return TrialRecord.from_worker(keys.plain(record.for_worker())), verdict  # as storage will hold it
 
     def _propose(self, trial_id: str) -> bool:
         """Hook before each ask (another proposer enqueues its point here); False: nothing to propose."""
@@ -164,7 +180,7 @@ class StudySearcher(Searcher):
             return
         epochs.append({k: v for k, v in result.items() if k == "epoch" or k.startswith("val_") or k in
                        ("train_loss", "epoch_time", "wall_time", "samples_per_s", "lr")})
-        self._set_attr(trial_id, keys.EPOCHS, epochs)
+        self._set_attr(trial_id, keys.epoch_key(result["epoch"]), epochs[-1])  # one key per epoch: linear writes
 
     def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
         if trial_id in self.completed or trial_id not in self.numbers:

@@ -2,8 +2,9 @@
 
 Each sweep is a normal Optuna study (``optuna.load_study`` and optuna-dashboard open it). lwnas adds
 user attributes under fixed keys so the dashboard, ``lwnas status`` and ``lwnas export`` read the
-same record: on the study, the study file and objective metrics; on every trial, the full
-configuration, static costs, per-epoch metrics, wall time, host and, on failure, the reason.
+same record (``TrialRecord``, ``tuners/record.py``): on the study, the study file and objective
+metrics; on every trial, what the driver planned (the adapted configuration, every training setting,
+task, seed, static costs), one key per epoch's metrics, wall time, host and, on failure, the reason.
 Feasibility goes through Optuna's constraint API (``Trial.set_constraint``).
 """
 
@@ -12,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -20,6 +20,7 @@ from urllib.parse import unquote
 from searchspace.errors import LwnasError
 
 from .outcomes import Outcome
+from .record import TrialRecord
 
 # study user attributes
 STUDY_SPEC = "lwnas:study"  # the study file as a plain dict (name, task, objectives, space, ...)
@@ -27,10 +28,16 @@ STUDY_OBJECTIVES = "lwnas:objectives"  # [[metric, direction], ...] in Optuna's 
 STUDY_REJECTED = "lwnas:rejected"  # {"checked": n, "rejected": m, "reasons": {constraint: count}}
 STUDY_VERSION = "lwnas:version"
 # trial user attributes
-CONFIG = "config"  # the full ArchConfig as a dict
-TRAINING = "training"  # training settings used
+# (the planned trial, tuners/record.py: what the worker trains)
+CONFIG = "config"  # the full ArchConfig as a dict, adapted to the task
+TRAINING = "training"  # every training setting the trial runs with (seed, threads and epochs included)
+TASK = "task"
+TASK_OPTIONS = "task_options"
+SEED = "seed"  # the trial's training seed (also in TRAINING)
 COSTS = "costs"  # {"params": ..., "madds": ..., "memory": ...}
-EPOCHS = "epochs"  # [{"epoch": 1, "accuracy": ..., "wall_time": ...}, ...]
+# (what happens to it)
+EPOCH_PREFIX = "epoch:"  # epoch:0001, epoch:0002, ...: {"epoch": 1, "val_accuracy": ..., "wall_time": ...}
+EPOCHS = "epochs"  # lwnas before per-epoch keys: the whole list, rewritten every epoch (still read)
 WALL_TIME = "wall_time"
 HOST = "host"
 NODE = "node"  # the Ray node id the trial ran on
@@ -135,46 +142,39 @@ def _hint(url: str) -> str:
     return "Check the URL (sqlite:///file.db or postgresql://user@host/db)."
 
 
-@dataclass
-class TrialRecord:
-    """One trial as lwnas reads it back from storage (plain data for status, export, dashboard)."""
+def epoch_key(epoch: int) -> str:
+    """The user attribute holding one epoch's metrics: one small write per epoch, never a rewrite."""
+    return f"{EPOCH_PREFIX}{epoch:04d}"
 
-    number: int
-    state: str  # Optuna's: COMPLETE, PRUNED, FAIL, RUNNING, WAITING
-    outcome: str
-    values: list[float] | None
-    params: dict[str, Any]
-    config: dict[str, Any]
-    training: dict[str, Any]
-    costs: dict[str, float]
-    constraints: dict[str, float]
-    epochs: list[dict[str, Any]] = field(default_factory=list)
-    wall_time: float | None = None
-    host: str | None = None
-    node: str | None = None
-    failure: str | None = None
-    seed_config: str | None = None
-    datetime_start: Any = None
-    datetime_complete: Any = None
 
-    @property
-    def feasible(self) -> bool:
-        return all(v <= 0 for v in self.constraints.values())
+def epochs_of(attrs: dict[str, Any]) -> list[dict[str, Any]]:
+    """A trial's per-epoch metrics in epoch order, from either layout (one key per epoch, or the old list)."""
+    keyed = sorted((int(k[len(EPOCH_PREFIX):]), v) for k, v in attrs.items()
+                   if k.startswith(EPOCH_PREFIX) and k[len(EPOCH_PREFIX):].isdigit())
+    return [v for _, v in keyed] if keyed else list(attrs.get(EPOCHS, []))
 
 
 def record_of(trial: Any) -> TrialRecord:
-    """A TrialRecord from an Optuna FrozenTrial."""
+    """A TrialRecord from an Optuna FrozenTrial (written by this lwnas or an earlier one)."""
     attrs = trial.user_attrs
     state = trial.state.name
     default_outcome = {"COMPLETE": Outcome.COMPLETE, "PRUNED": Outcome.PRUNED, "FAIL": Outcome.FAILED}.get(state)
     default_outcome = default_outcome.value if default_outcome else state.lower()  # running, waiting
     return TrialRecord(
-        number=trial.number, state=state, outcome=attrs.get(OUTCOME, default_outcome),
+        number=trial.number, config=attrs.get(CONFIG, {}), training=attrs.get(TRAINING, {}),
+        task=attrs.get(TASK), task_options=attrs.get(TASK_OPTIONS, {}), seed=attrs.get(SEED),
+        costs=attrs.get(COSTS, {}),
+        state=state, outcome=attrs.get(OUTCOME, default_outcome),
         values=list(trial.values) if trial.values is not None else None, params=dict(trial.params),
-        config=attrs.get(CONFIG, {}), training=attrs.get(TRAINING, {}), costs=attrs.get(COSTS, {}),
-        constraints=dict(trial.constraints), epochs=attrs.get(EPOCHS, []), wall_time=attrs.get(WALL_TIME),
+        constraints=dict(trial.constraints), epochs=epochs_of(attrs), wall_time=attrs.get(WALL_TIME),
         host=attrs.get(HOST), node=attrs.get(NODE), failure=attrs.get(FAILURE), seed_config=attrs.get(SEED_CONFIG),
         datetime_start=trial.datetime_start, datetime_complete=trial.datetime_complete)
+
+
+def planned_attrs(record: TrialRecord) -> dict[str, Any]:
+    """The user attributes the driver writes for a planned trial (``record_of`` reads them back)."""
+    return plain({CONFIG: record.config, TRAINING: record.training, TASK: record.task,
+                  TASK_OPTIONS: record.task_options, SEED: record.seed, COSTS: record.costs})
 
 
 def plain(value: Any) -> Any:

@@ -31,6 +31,7 @@ from .outcomes import TERMINAL_OUTCOMES, Outcome
 from .ray_logs import quiet_ray_interrupts
 from .storage import StorageError, first_line, masked, open_storage, scrub, sqlite_path, storage_arg
 from .study_check import make_task
+from .trainable import NUMBER
 
 SAMPLERS_NEEDING_NNI = ("nni-tpe", "nni-evolution")
 
@@ -192,10 +193,8 @@ def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, storage:
     scheduler = MOASHA.for_study(study) if study.tuner.scheduler == "mo-asha" else None
     concurrent = options.max_concurrent or study.tuner.max_concurrent
     _init_ray(options.address, study)
-    trainable = tune.with_resources(
-        tune.with_parameters(run_trial, spec={**study.source, "name": ot_study.study_name},
-                             cpus=study.tuner.cpus_per_trial),
-        {"cpu": study.tuner.cpus_per_trial, "gpu": study.tuner.gpus_per_trial})
+    # the trial's record travels in its config: the workers never see the study file
+    trainable = tune.with_resources(run_trial, {"cpu": study.tuner.cpus_per_trial, "gpu": study.tuner.gpus_per_trial})
     run_name = f"{path_component(ot_study.study_name)}-{int(time.time())}"
     log_path = _ray_results_dir() / run_name / "sweep.log"
     progress = SweepProgress(ot_study, study, remaining, out, quiet=options.quiet, log_path=log_path)
@@ -203,6 +202,7 @@ def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, storage:
         trainable,
         tune_config=tune.TuneConfig(search_alg=searcher, scheduler=scheduler, num_samples=remaining,
                                     max_concurrent_trials=concurrent, reuse_actors=True,
+                                    trial_dirname_creator=trial_dirname,
                                     time_budget_s=study.budget.time_s),
         run_config=tune.RunConfig(name=run_name,
                                   storage_path=str(_ray_results_dir()), verbose=0, callbacks=[progress],
@@ -231,6 +231,11 @@ def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, storage:
     if done < budget:
         raise SweepIncomplete(f"{done} of {budget} trials done: the sweep stopped before its budget was spent")
     return ot_study
+
+
+def trial_dirname(trial: Any) -> str:
+    """A Ray trial's folder: its Optuna number (Ray's default name lists the whole config, record included)."""
+    return f"trial-{trial.config.get(NUMBER, 'x')}-{trial.trial_id}"
 
 
 def _user_error(exc: Exception, url: str, ot_study: optuna.Study) -> Exception:

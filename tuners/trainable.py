@@ -1,86 +1,87 @@
-"""The Ray Tune trainable: one trial trains one point of a study and reports every epoch.
+"""The Ray Tune trainable: one trial trains its record and reports every epoch.
 
-Ray runs this function in a worker process (on any node of a cluster). It receives the params the
-searcher suggested plus the trial's number, rebuilds the study from the spec that travels with the
-job, trains with the shared loop and reports each epoch's validation metrics. A deterministic
-training failure (non-finite loss, divergence, out of memory) is reported as the trial's outcome and
-not retried; any other exception is reported and re-raised so Ray retries it (``max_failures``).
+Ray runs this function in a worker process (on any node of a cluster). The trial's config carries
+the record the driver planned (``tuners/record.py``): the adapted configuration, every training
+setting, the task and the costs. The worker builds that configuration and trains it with those
+settings on that task; it never reads the study file, resolves params, adapts or costs a
+configuration, so what storage holds is what ran. Its path goes one way down the packages:
+``tuners`` (this file) -> ``trainers`` (task registry, training loop) -> ``searchspace`` (models).
+
+Its first epoch's report says what it built (configuration, parameter count of the model, training
+settings; Ray writes it to the trial's ``result.json``), which a test compares with the stored
+record. A deterministic training failure (non-finite loss, divergence, out of memory) is reported as
+the trial's outcome and not retried; any other exception is reported and re-raised so Ray retries it
+(``max_failures``).
 """
 
 from __future__ import annotations
 
+import json
 import socket
 import traceback
+from collections.abc import Callable
 from typing import Any
 
-# Keys the searcher adds to a trial's config next to the params.
+from .record import TrialRecord
+
+# Keys the searcher puts in a Ray trial's config next to the params.
 NUMBER = "_lwnas_number"
-SEED = "_lwnas_seed"
+RECORD = "_lwnas_record"  # TrialRecord.for_worker(): all the worker gets to know
+BUILT = "built"  # in the first epoch's report: what the worker built (Ray keeps it in result.json)
 
-_cache: dict[tuple, Any] = {}  # per worker process: study, task and data survive actor reuse
-
-
-def _study(spec: dict):
-    from searchspace.study import study_from_dict
-
-    from .study_check import task_family
-
-    key = ("study", repr(spec))
-    if key not in _cache:
-        _cache[key] = study_from_dict(spec, task_family=task_family, check_space=False)
-    return _cache[key]
+_cache: dict[tuple, Any] = {}  # per worker process: tasks and their data survive actor reuse
 
 
-def _task_and_data(study, seed: int):
-    from .study_check import make_task
-
-    key = ("task", study.task, repr(study.task_options), seed)
-    if key not in _cache:
-        task = make_task(study)
-        _cache[key] = (task, task.load(seed=seed))
-    return _cache[key]
-
-
-def trial_seed(study_seed: int, number: int) -> int:
-    """The training seed of trial ``number``: distinct per trial, reproducible from the study."""
-    return study_seed + number
-
-
-def trial_training(study, point_training: dict[str, Any], seed: int, cpus: float) -> dict[str, Any]:
-    """The training settings a trial runs with; an export writes the same, so ``lwnas train`` reproduces it.
-
-    Threads default to the trial's Ray CPU reservation: on CPU the thread count can change the order of
-    floating-point sums, and with it the last digits of the result.
-    """
-    return {"threads": max(1, int(cpus)), **study.training, **point_training,
-            "epochs": study.budget.epochs, "seed": seed}
-
-
-def params_of(config: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in config.items() if not k.startswith("_lwnas")}
-
-
-def run_trial(config: dict[str, Any], spec: dict[str, Any], cpus: float = 1.0) -> None:
-    """Train one point; reports ``{"epoch", "val_<metric>", ...}`` to Ray Tune every epoch."""
-    from ray import tune
-
-    from trainers.loop import TrainingError, TrainSettings, train
+def _task_and_data(name: str, options: dict[str, Any]):
+    """The task a record names, built through the task registry, and its data (the split is fixed)."""
+    from trainers.tasks import resolve_task
     from trainers.tasks.base import DATA_SEED
 
+    key = (name, json.dumps(options, sort_keys=True))
+    if key not in _cache:
+        task = resolve_task(name, **options)
+        _cache[key] = (task, task.load(seed=DATA_SEED))  # the seed varies the training, not the split
+    return _cache[key]
+
+
+def train_record(record: TrialRecord, report: Callable[[dict[str, Any]], None]) -> None:
+    """Train ``record`` as planned, calling ``report`` after every epoch; a training failure is reported.
+
+    The first epoch's report also carries ``built``: what this worker built and trains (configuration,
+    parameters counted on its model, training settings, task), for the record's readers to check.
+    Raises whatever is not a training failure (Ray retries the trial).
+    """
+    from searchspace import ArchConfig
+    from trainers.loop import TrainingError, TrainSettings, fit
+
+    config = ArchConfig.from_dict(record.config)
+    settings = TrainSettings.from_dict(record.training)
+    task, data = _task_and_data(record.task, record.task_options)
+
+    def epoch(result: dict[str, Any]) -> None:
+        if result["epoch"] == 1:  # the model exists now and its parameters are counted
+            result = {**result, BUILT: {"config": config.to_dict(), "params": result["params"],
+                                        "training": settings.to_dict(), "task": record.task,
+                                        "task_options": record.task_options}}
+        report(result)
+
+    try:
+        fit(config, task, settings, callback=epoch, progress=False, data=data, madds=record.costs.get("madds"))
+    except TrainingError as exc:
+        report({"epoch": exc.epoch, "lwnas_failed": str(exc)})
+
+
+def run_trial(config: dict[str, Any]) -> None:
+    """Train the record in ``config``; reports ``{"epoch", "val_<metric>", ...}`` to Ray Tune every epoch."""
     import ray
+    from ray import tune
 
     host = socket.gethostname()
     node = ray.get_runtime_context().get_node_id()  # tells apart two nodes on one host
-    study = _study(spec)
-    point = study.space.resolve(params_of(config))
-    settings = TrainSettings.from_dict(trial_training(study, point.training, int(config.get(SEED, 0)), cpus))
-    task, data = _task_and_data(study, seed=DATA_SEED)  # the data split is fixed; the seed varies the training
+    where = {"host": host, "node": node}
     try:
-        train(point.config, task, settings, callback=lambda r: tune.report({**r, "host": host, "node": node}),
-              progress=False, data=data)
-    except TrainingError as exc:
-        tune.report({"epoch": exc.epoch, "lwnas_failed": str(exc), "host": host, "node": node})
+        train_record(TrialRecord.from_worker(config[RECORD]), lambda r: tune.report({**r, **where}))
     except Exception as exc:
-        tune.report({"lwnas_error": f"{type(exc).__name__}: {exc}", "host": host, "node": node,
+        tune.report({"lwnas_error": f"{type(exc).__name__}: {exc}", **where,
                      "lwnas_traceback": traceback.format_exc(limit=8)})
         raise

@@ -1,0 +1,88 @@
+"""The trial record: what the driver decided for one trial, and what storage says about it since.
+
+The driver resolves and costs a point once (``tuners/searcher.py``) and the record it builds is the
+only thing that crosses to the worker: the exact configuration (already adapted to the task), the
+complete training settings (seed and threads included), the task and its options, and the static
+costs. The worker (``tuners/trainable.py``) trains exactly that; ``lwnas status``, ``lwnas export``
+and the dashboard read the same type back from storage (``tuners.storage.record_of``).
+
+Plain data only: this module imports neither torch nor Ray, so the dashboard and the CLI read it cheaply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# the fields the driver decides; exactly these travel to the worker
+PLANNED = ("number", "config", "training", "task", "task_options", "seed", "costs")
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """One trial: the point the driver planned (first block) and its outcome as storage holds it.
+
+    A study written by an earlier lwnas kept its training settings and task in the
+    study only: there ``task`` and ``seed`` are None and ``training`` holds the sampled settings alone
+    (``tuners.export.trial_settings`` completes them from the study).
+    """
+
+    number: int
+    config: dict[str, Any]  # the ArchConfig as a dict, adapted to the task: what the worker builds
+    training: dict[str, Any]  # every training setting the trial runs with (TrainSettings.to_dict())
+    task: str | None = None
+    task_options: dict[str, Any] = field(default_factory=dict)
+    seed: int | None = None
+    costs: dict[str, float] = field(default_factory=dict)  # {"params": ..., "madds": ..., "memory": ...}
+    # what storage adds while the trial runs and when it ends
+    state: str = "RUNNING"  # Optuna's: COMPLETE, PRUNED, FAIL, RUNNING, WAITING
+    outcome: str = "running"
+    values: list[float] | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    constraints: dict[str, float] = field(default_factory=dict)
+    epochs: list[dict[str, Any]] = field(default_factory=list)
+    wall_time: float | None = None
+    host: str | None = None
+    node: str | None = None
+    failure: str | None = None
+    seed_config: str | None = None
+    datetime_start: Any = None
+    datetime_complete: Any = None
+
+    __hash__ = None  # dict fields: records compare by value but are not hashable
+
+    @property
+    def feasible(self) -> bool:
+        return all(v <= 0 for v in self.constraints.values())
+
+    @property
+    def planned(self) -> bool:
+        """Whether the driver recorded the whole plan (studies from earlier versions did not)."""
+        return self.task is not None and self.seed is not None
+
+    def for_worker(self) -> dict[str, Any]:
+        """The planned fields as plain data: what the Ray trial's config carries to the worker."""
+        return {name: getattr(self, name) for name in PLANNED}
+
+    @classmethod
+    def from_worker(cls, data: dict[str, Any]) -> TrialRecord:
+        """The record a worker received (``for_worker``'s output)."""
+        missing = [name for name in PLANNED if name not in data]
+        if missing:
+            raise ValueError(f"a trial record needs {', '.join(missing)}; got keys {sorted(data)}")
+        return cls(**{name: data[name] for name in PLANNED})
+
+
+def trial_seed(study_seed: int, number: int) -> int:
+    """The training seed of trial ``number``: distinct per trial, reproducible from the study."""
+    return study_seed + number
+
+
+def trial_training(study: Any, point_training: dict[str, Any], seed: int, cpus: float) -> dict[str, Any]:
+    """The training settings of a trial before defaults: threads, the study's, the point's, epochs and seed.
+
+    Threads default to the trial's Ray CPU reservation: on CPU the thread count can change the order of
+    floating-point sums, and with it the last digits of the result.
+    """
+    return {"threads": max(1, int(cpus)), **study.training, **point_training,
+            "epochs": study.budget.epochs, "seed": seed}
