@@ -145,3 +145,17 @@ def test_lwnas_sweep_runs_over_each_layout(tmp_path, task):
     counted = [t for t in trials.values() if outcome(t) in COUNTED]
     assert len(counted) == 2 and all(t.state == optuna.trial.TrialState.COMPLETE for t in counted), out[-4000:]
     assert all(np.isfinite(t.values[0]) for t in counted)
+
+
+def test_the_studies_docs_tasks_md_shows_are_the_shipped_ones():
+    """Each ```yaml block of docs/tasks.md that starts `# studies/data/NAME.yaml` is that file, and every layout has one."""
+    import re
+
+    from sweep_procs import ROOT
+
+    blocks = re.findall(r"```yaml\n# (studies/data/[\w-]+\.yaml)\n(.*?)```", (ROOT / "docs/tasks.md").read_text(), re.S)
+    assert {path for path, _ in blocks} == {f"studies/data/{n}.yaml" for n in ("image-folder", "vqa", "captions",
+                                                                               "caption-retrieval")}
+    for path, shown in blocks:
+        assert yaml.safe_load(shown) == yaml.safe_load((ROOT / path).read_text()), path
+    assert sorted(p.stem for p in (ROOT / "studies/data").glob("*.yaml")) == sorted(CASES)
