@@ -41,8 +41,8 @@ def cifar(root: Path, per_batch: int = 20) -> Path:
                                    0, 255).astype(np.uint8) for y in labels])
         batch = {b"batch_label": name.encode(), b"labels": labels, b"data": images.reshape(n, 3072),
                  b"filenames": [f"{i}.png".encode() for i in range(n)]}
-        with (root / name).open("wb") as fp:
-            pickle.dump(batch, fp, protocol=2)
+        # the released batches were pickled by Python 2 and numpy 1, which name numpy.core.multiarray
+        (root / name).write_bytes(pickle.dumps(batch, protocol=2).replace(b"numpy._core.", b"numpy.core."))
     with (root / "batches.meta").open("wb") as fp:
         pickle.dump({b"label_names": [c.encode() for c in COLOURS]}, fp, protocol=2)
     return root

@@ -14,7 +14,9 @@ coupled attention sees the image's rows and columns; accuracy.
 
 from __future__ import annotations
 
+import codecs
 import pickle
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -166,13 +168,13 @@ _CODECS = ("_codecs", "encode")  # how protocol 2 from Python 3 writes bytes: te
 class _ArraysOnly(pickle.Unpickler):
     def find_class(self, module, name):
         if (module, name) == _CODECS:
-            import codecs
             return codecs.encode
         if (module, name) not in _CIFAR_GLOBALS:
             raise pickle.UnpicklingError(f"refers to {module}.{name}; a CIFAR batch holds only numpy arrays, "
                                          f"lists and strings")
-        core = getattr(np, "_core", None) or np.core  # numpy 2 renamed numpy.core
-        return getattr(np, name) if module == "numpy" else getattr(core.multiarray, name)
+        with warnings.catch_warnings():  # the released batches name numpy.core, which numpy 2 calls deprecated
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return super().find_class(module, name)
 
 
 def read_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
