@@ -158,3 +158,21 @@ def test_lwnas_sweep_data_only_for_tasks_that_read_data(tmp_path):
     done = lwnas(tmp_path, "sweep", study, "--data", tmp_path, "--storage", f"sqlite:///{tmp_path / 'x.db'}")
     assert done.returncode == 2 and "error --data: task `digits` reads no data path" in done.stderr, done.stderr
     assert not (tmp_path / "x.db").exists()
+
+
+def test_a_feature_file_declaring_more_than_it_holds_is_refused_before_reading(tmp_path):
+    data = byod_data.vqa(tmp_path / "vqa")
+    victim = sorted((data / "features").glob("*.npz"))[0]
+    with np.load(victim) as f:
+        arrays = dict(f)
+    np.savez(victim, **arrays)
+    import zipfile
+    with zipfile.ZipFile(victim) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    header = members["x.npy"]
+    members["x.npy"] = header.replace(b"'shape': (", b"'shape': (1000000, ", 1)[: len(header)]  # a lying header
+    with zipfile.ZipFile(victim, "w") as z:
+        for name, body in members.items():
+            z.writestr(name, body)
+    message = refused("vqa", data)
+    assert message.startswith(f"{victim}: `x` declares shape (1000000, ") and "but holds fewer" in message, message

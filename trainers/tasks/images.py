@@ -144,7 +144,7 @@ class ImageFolder(_ImageTask):
             try:
                 with Image.open(p) as im:
                     pixels[i] = np.asarray(im.convert("RGB").resize((self.image_size,) * 2, Image.BILINEAR))
-            except (UnidentifiedImageError, OSError) as exc:
+            except (UnidentifiedImageError, Image.DecompressionBombError, OSError) as exc:
                 raise ValueError(f"image-folder: {p} is not a readable image ({exc})") from None
         pixels.flush()
         labels = np.array([classes.index(c) for _, c in listed])

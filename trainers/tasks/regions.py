@@ -33,11 +33,15 @@ def image_key(name: str) -> str:
 
 
 def _member_shape(archive: zipfile.ZipFile, member: str) -> tuple[tuple[int, ...], np.dtype]:
-    """An array's shape and dtype from its ``.npy`` header, without reading its data."""
+    """An array's shape and dtype from its ``.npy`` header, without reading its data; refused when the header
+    declares more bytes than the member holds (numpy would allocate the declared size before reading)."""
     with archive.open(member) as fp:
         version = np.lib.format.read_magic(fp)
         read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
         shape, _, dtype = read(fp)
+        declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        if declared > archive.getinfo(member).file_size - fp.tell():
+            raise ValueError(f"`{member[:-4]}` declares shape {shape} of {dtype} ({declared:,} bytes) but holds fewer")
     return shape, dtype
 
 
@@ -51,6 +55,8 @@ def _read_one(path: Path) -> tuple[str, int, int, np.ndarray | None]:
                 raise ValueError(f"holds no features: expected an array `x` or `features`, found "
                                  f"{', '.join(sorted(members)) or 'nothing'}")
             shape, dtype = _member_shape(archive, key + ".npy")
+            for other in members - {key}:
+                _member_shape(archive, other + ".npy")  # boxes and sizes are read below: check them first
     except zipfile.BadZipFile:
         raise ValueError("is not an .npz archive") from None
     if len(shape) != 2 or not np.issubdtype(dtype, np.floating) or shape[0] == 0:
