@@ -62,15 +62,42 @@ def region_features(folder: Path, image_ids: list[int], kind: np.ndarray, prefix
         np.savez(folder / f"{prefix}{image:012d}.jpg.npz", x=x, bbox=bbox, num_bbox=r, image_w=640, image_h=480)
 
 
+def region_features_h5(path: Path, image_ids: list[int], kind: np.ndarray) -> None:
+    """The same features as ``region_features`` in one HDF5 file: ``image_ids``, ``features`` (N, 5, 8) zero-padded,
+    ``boxes`` in pixels, ``num_boxes``, ``image_w``, ``image_h``."""
+    import h5py
+
+    tmp = path.parent / "npz-for-h5"
+    region_features(tmp, image_ids, kind)
+    files = sorted(tmp.glob("*.npz"))
+    feats = np.zeros((len(files), 5, FEATURES), dtype=np.float32)
+    boxes = np.zeros((len(files), 5, 4), dtype=np.float32)
+    counts, ids = [], []
+    for i, f in enumerate(files):
+        with np.load(f) as a:
+            feats[i, : len(a["x"])], boxes[i, : len(a["x"])] = a["x"], a["bbox"]
+            counts.append(len(a["x"]))
+        ids.append(int(f.name.split("_")[-1].split(".")[0]))
+        f.unlink()
+    tmp.rmdir()
+    with h5py.File(path, "w") as h:
+        h["image_ids"], h["features"], h["boxes"], h["num_boxes"] = np.array(ids), feats, boxes, np.array(counts)
+        h["image_w"], h["image_h"] = np.full(len(ids), 640), np.full(len(ids), 480)
+
+
 ANSWERS = ("yes", "no", "two")
 
 
-def vqa(root: Path, images: int = 12) -> Path:
-    """VQA v2: train2014 and val2014 question and annotation JSON, ``features/`` per image (8 train, 4 val images)."""
+def vqa(root: Path, images: int = 12, hdf5: bool = False) -> Path:
+    """VQA v2: train2014 and val2014 question and annotation JSON, ``features/`` per image (8 train, 4 val images),
+    or with ``hdf5`` one ``features.h5``."""
     root.mkdir(parents=True, exist_ok=True)
     ids = list(range(1, images + 1))
     kind = np.array([i % 3 for i in ids])
-    region_features(root / "features", ids, kind)
+    if hdf5:
+        region_features_h5(root / "features.h5", ids, kind)
+    else:
+        region_features(root / "features", ids, kind)
     rng = np.random.default_rng(3)
     qid = 0
     for split, chosen in (("train", ids[: 2 * images // 3]), ("val", ids[2 * images // 3:])):

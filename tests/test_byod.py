@@ -159,3 +159,34 @@ def test_the_studies_docs_tasks_md_shows_are_the_shipped_ones():
     for path, shown in blocks:
         assert yaml.safe_load(shown) == yaml.safe_load((ROOT / path).read_text()), path
     assert sorted(p.stem for p in (ROOT / "studies/data").glob("*.yaml")) == sorted(CASES)
+
+
+def test_vqa_reads_one_hdf5_file_of_features_lazily_and_trains(tmp_path):
+    from searchspace import ArchConfig
+    from trainers.loop import TrainSettings, train
+    from trainers.tasks.lazy import HDF5Rows
+
+    npz = resolve_task("vqa", path=str(byod_data.vqa(tmp_path / "npz")))
+    h5 = resolve_task("vqa", path=str(byod_data.vqa(tmp_path / "h5", hdf5=True)))
+    assert h5.input_sizes() == npz.input_sizes()
+    a, b = npz.load(), h5.load()
+    assert isinstance(b["train"]["regions"], HDF5Rows)
+    rows = np.array([5, 0, 5, 17])  # repeated and unordered rows, as a shuffled batch asks for them
+    for column in ("regions", "region_mask", "question"):
+        assert np.allclose(a["train"][column][rows].numpy(), b["train"][column][rows].numpy()), column
+    assert np.allclose(npz.regions.boxes, h5.regions.boxes) and h5.regions.boxes.max() <= 1  # made relative
+    result = train(ArchConfig.from_dict({"family": "mcan", "d_model": 16, "heads": 2, "layers": 1}), h5,
+                   TrainSettings(epochs=1, batch_size=8, threads=1), progress=False)
+    assert np.isfinite(result.test["vqa_accuracy"])
+
+
+def test_an_hdf5_file_without_image_ids_is_refused(tmp_path):
+    import h5py
+
+    data = byod_data.vqa(tmp_path / "vqa", hdf5=True)
+    with h5py.File(data / "features.h5", "a") as f:
+        del f["image_ids"]
+    with pytest.raises(ValueError) as info:
+        resolve_task("vqa", path=str(data))
+    assert str(info.value) == (f"{data / 'features.h5'}: holds no image ids (expected a dataset `image_ids` or `ids`; "
+                               f"found boxes, features, image_h, image_w, num_boxes)")

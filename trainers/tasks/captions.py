@@ -23,7 +23,7 @@ from .base import Split, Task
 from .images import _positive
 from .lazy import ArrayRows
 from .prepared import fingerprint, load_array, load_json, prepared, save_json
-from .regions import build_index, image_key, load_index
+from .regions import build_index, feature_source, image_key, load_index, missing_hint, source_files
 from .text import PAD, UNK, build_vocab, encode, field, read_json, tokenize
 
 SPECIALS = (PAD, "<bos>", "<eos>", UNK)
@@ -65,10 +65,9 @@ class CaptionData(Task):
         if len(found) != 1:
             raise ValueError(f"{self.name}: {self.path} needs one caption JSON file (as dataset_coco.json), found "
                              f"{len(found)}")
-        if not (self.path / "features").is_dir():
-            raise ValueError(f"{self.name}: {self.path} has no `features` folder (one .npz of regions and boxes per image)")
         self.json = found[0]
-        inputs = [self.json, *sorted((self.path / "features").glob("*.npz"))]
+        self.features = feature_source(self.path, self.name)
+        inputs = [self.json, *source_files(self.features)]
         # both caption tasks share one preparation of the same data
         self.folder = prepared(self.path, f"captions-{fingerprint('captions', self.options, inputs)}", self._build)
         self.meta = load_json(self.folder, "meta.json")
@@ -99,14 +98,14 @@ class CaptionData(Task):
 
     def _build(self, out: Path) -> None:
         keys, splits, sentences = self._read()
-        build_index(self.path / "features", out, set(keys))
+        build_index(self.features, out, set(keys))
         position = load_index(out).position()
         for i, key in enumerate(keys):
             if key not in position:
                 raise ValueError(f"{self.name}: {self.json}: images[{i}] (image {key}) has no features in "
-                                 f"{self.path / 'features'} (expected a file such as {key}.npz)")
+                                 f"{self.features}{missing_hint(self.features, key)}")
         if not load_index(out).has_boxes:
-            raise ValueError(f"{self.name}: the feature files in {self.path / 'features'} hold no boxes (`bbox` or `boxes`)")
+            raise ValueError(f"{self.name}: the features in {self.features} hold no boxes (`bbox` or `boxes`)")
         o = self.options
         vocab = build_vocab((s for sents, sp in zip(sentences, splits) if sp == 0 for s in sents),
                             o["min_word_count"], SPECIALS)

@@ -71,3 +71,35 @@ class RegionRows:
                 x = f[self.key[image]][: self.regions]
             out[row, : len(x)] = x
         return torch.from_numpy(out)
+
+
+class HDF5Rows:
+    """Region features read from one HDF5 dataset (images, regions, features), cut to ``regions`` rows.
+
+    Each process opens the file itself on its first read (an open HDF5 handle must not cross a fork).
+    """
+
+    def __init__(self, path: str, key: str, rows: np.ndarray, regions: int, features: int):
+        self.path, self.key, self.rows, self.regions, self.features = path, key, np.asarray(rows), regions, features
+        self._open: tuple[int, object] | None = None
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def _dataset(self):
+        import os
+
+        import h5py
+
+        if self._open is None or self._open[0] != os.getpid():
+            self._open = (os.getpid(), h5py.File(self.path, "r")[self.key])
+        return self._open[1]
+
+    def __getitem__(self, idx) -> torch.Tensor:
+        rows = self.rows[_rows(idx)]
+        unique, inverse = np.unique(rows, return_inverse=True)  # h5py reads increasing, distinct rows
+        x = np.asarray(self._dataset()[unique, : self.regions], dtype=np.float32)[inverse]
+        return torch.from_numpy(x)
+
+    def __getstate__(self):
+        return {**self.__dict__, "_open": None}

@@ -19,9 +19,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .lazy import ArrayRows, RegionRows
+from .lazy import ArrayRows, HDF5Rows, RegionRows
 
 FEATURE_KEYS, BOX_KEYS = ("x", "features"), ("bbox", "boxes")
+HDF5_SUFFIXES = (".h5", ".hdf5")
+# dataset names in one HDF5 file: ours first, then those of bottom-up-attention's trainval_36 files
+H5_FEATURES, H5_BOXES, H5_IDS = ("features", "image_features", "x"), ("boxes", "image_bb", "bbox"), ("image_ids", "ids")
 _ID = re.compile(r"(\d+)\D*$")
 
 
@@ -79,10 +82,12 @@ def _read_one(path: Path) -> tuple[str, int, int, np.ndarray | None]:
 
 @dataclass
 class RegionIndex:
-    """Which file holds each image's features, with the boxes made relative (cached by ``prepared``)."""
+    """Where each image's features are, with the boxes made relative (cached by ``prepared``)."""
 
-    files: list[str]
-    keys: list[str]
+    images: list[str]  # image keys
+    files: list[str]  # per image: its .npz, or the one HDF5 file
+    keys: list[str]  # per image: the features' array or dataset name
+    rows: np.ndarray  # (N,) per image: its row in the HDF5 datasets (0 for .npz files)
     counts: np.ndarray  # (N,) regions per image
     boxes: np.ndarray  # (N, R, 4) relative, zero-padded; zeros when the files hold none
     has_boxes: bool
@@ -93,22 +98,47 @@ class RegionIndex:
         return int(self.counts.max())
 
     def position(self) -> dict[str, int]:
-        return {image_key(Path(f).name): i for i, f in enumerate(self.files)}
+        return {key: i for i, key in enumerate(self.images)}
 
     def columns(self, index: np.ndarray, regions: int | None = None) -> dict:
         """Lazy ``regions``, ``boxes`` and ``region_mask`` columns for the images at ``index``."""
         r = regions or self.regions
         mask = np.arange(r)[None, :] < self.counts[:, None]
-        return {"regions": RegionRows(self.files, self.keys, index, r, self.features),
-                "boxes": ArrayRows(self.boxes[:, :r], index, dtype=torch.float32),
+        hdf5 = self.files and self.files[0].endswith(HDF5_SUFFIXES)
+        features = (HDF5Rows(self.files[0], self.keys[0], self.rows[index], r, self.features) if hdf5
+                    else RegionRows(self.files, self.keys, index, r, self.features))
+        return {"regions": features, "boxes": ArrayRows(self.boxes[:, :r], index, dtype=torch.float32),
                 "region_mask": ArrayRows(mask, index, dtype=torch.bool)}
 
 
-def build_index(folder: Path, out: Path, wanted: set[str] | None = None) -> None:
-    """Index the ``.npz`` files of ``folder`` (only those of ``wanted`` image keys, when given) into ``out``."""
-    files = sorted(p for p in folder.glob("*.npz") if wanted is None or image_key(p.name) in wanted)
+def feature_source(root: Path, task: str) -> Path:
+    """``root/features/`` (one .npz per image) or ``root/features.h5`` (one HDF5 file), whichever is there."""
+    if (root / "features").is_dir():
+        return root / "features"
+    found = [root / f"features{s}" for s in HDF5_SUFFIXES if (root / f"features{s}").is_file()]
+    if not found:
+        raise ValueError(f"{task}: {root} has neither a `features` folder (one .npz of region features per image) "
+                         f"nor a `features.h5` file")
+    return found[0]
+
+
+def missing_hint(source: Path, image: str) -> str:
+    """Where an image's features were looked for, for messages."""
+    return f" (expected a file such as {image}.npz)" if source.is_dir() else f" (its `image_ids` has no {image})"
+
+
+def source_files(source: Path) -> list[Path]:
+    """The files whose change changes the index (for the fingerprint)."""
+    return sorted(source.glob("*.npz")) if source.is_dir() else [source]
+
+
+def build_index(source: Path, out: Path, wanted: set[str] | None = None) -> None:
+    """Index the features at ``source`` (only the images of ``wanted`` keys, when given) into ``out``."""
+    if not source.is_dir():
+        return _index_hdf5(source, out, wanted)
+    files = sorted(p for p in source.glob("*.npz") if wanted is None or image_key(p.name) in wanted)
     if not files:
-        raise ValueError(f"{folder}: no per-image feature files (*.npz)" + (" for the images the data names" if wanted else ""))
+        raise ValueError(f"{source}: no per-image feature files (*.npz)" + (" for the images the data names" if wanted else ""))
     keys, counts, boxes, feature_sizes = [], [], [], set()
     for p in files:
         try:
@@ -120,20 +150,77 @@ def build_index(folder: Path, out: Path, wanted: set[str] | None = None) -> None
         boxes.append(b)
         feature_sizes.add(f)
     if len(feature_sizes) > 1:
-        raise ValueError(f"{folder}: feature files disagree on the feature size ({sorted(feature_sizes)})")
-    has_boxes = all(b is not None for b in boxes)
+        raise ValueError(f"{source}: feature files disagree on the feature size ({sorted(feature_sizes)})")
     padded = np.zeros((len(files), max(counts), 4), dtype=np.float32)
     for i, b in enumerate(boxes):
         if b is not None:
             padded[i, : len(b)] = b
-    np.save(out / "boxes.npy", padded)
+    _save(out, [image_key(p.name) for p in files], [str(p) for p in files], keys, np.zeros(len(files), dtype=np.int64),
+          np.asarray(counts), padded, all(b is not None for b in boxes), feature_sizes.pop())
+
+
+def _dataset(f, names: tuple[str, ...], path: Path, what: str, required: bool = True):
+    name = next((n for n in names if n in f), None)
+    if name is None and required:
+        raise ValueError(f"{path}: holds no {what} (expected a dataset {' or '.join(f'`{n}`' for n in names)}; "
+                         f"found {', '.join(sorted(f.keys())) or 'nothing'})")
+    return name
+
+
+def _index_hdf5(path: Path, out: Path, wanted: set[str] | None) -> None:
+    """One HDF5 file: ``image_ids`` (N,), ``features`` (N, R, F), optionally ``boxes`` (N, R, 4),
+    ``num_boxes`` (N,) and ``image_w``, ``image_h`` (N,) (the layout of docs/tasks.md)."""
+    import h5py
+
+    try:
+        f = h5py.File(path, "r")
+    except OSError as exc:
+        raise ValueError(f"{path}: is not a readable HDF5 file ({exc})") from None
+    with f:
+        key = _dataset(f, H5_FEATURES, path, "features")
+        ids_name = _dataset(f, H5_IDS, path, "image ids")
+        feats, ids = f[key], f[ids_name]
+        if len(feats.shape) != 3 or feats.dtype.kind != "f" or feats.shape[1] == 0:
+            raise ValueError(f"{path}: `{key}` must be (images, regions, features) floats, found shape "
+                             f"{feats.shape} of {feats.dtype}")
+        n, r, width = feats.shape
+        if ids.shape != (n,) or ids.dtype.kind not in "iu":
+            raise ValueError(f"{path}: `{ids_name}` must be {n} integers (one per row of `{key}`), found shape "
+                             f"{ids.shape} of {ids.dtype}")
+        images = [str(int(i)) for i in ids[:]]
+        rows = np.array([i for i, k in enumerate(images) if wanted is None or k in wanted], dtype=np.int64)
+        if not len(rows):
+            raise ValueError(f"{path}: holds none of the images the data names")
+        counts = np.full(n, r, dtype=np.int64)
+        if "num_boxes" in f:
+            counts = np.clip(np.asarray(f["num_boxes"][:], dtype=np.int64).reshape(n), 1, r)
+        box_name = _dataset(f, H5_BOXES, path, "boxes", required=False)
+        boxes = np.zeros((len(rows), r, 4), dtype=np.float32)
+        if box_name:
+            if f[box_name].shape != (n, r, 4):
+                raise ValueError(f"{path}: `{box_name}` must have shape {(n, r, 4)}, found {f[box_name].shape}")
+            boxes = np.asarray(f[box_name][:], dtype=np.float32)[rows]
+            if "image_w" in f and "image_h" in f:
+                size = np.stack([f["image_w"][:], f["image_h"][:]], 1).astype(np.float32)[rows]  # (N, 2)
+                boxes = boxes / np.tile(size, 2)[:, None, :]
+            elif boxes.size and boxes.max() > 1.5:
+                raise ValueError(f"{path}: `{box_name}` is in pixels (up to {boxes.max():.0f}) but the file has no "
+                                 f"`image_w` and `image_h` datasets to make it relative")
+    _save(out, [images[i] for i in rows], [str(path)] * len(rows), [key] * len(rows), rows, counts[rows], boxes,
+          box_name is not None, width)
+
+
+def _save(out: Path, images, files, keys, rows, counts, boxes, has_boxes: bool, features: int) -> None:
+    np.save(out / "boxes.npy", boxes)
     np.save(out / "counts.npy", np.asarray(counts, dtype=np.int64))
-    (out / "files.txt").write_text("\n".join(f"{key}\t{p}" for key, p in zip(keys, files)))
-    (out / "meta.txt").write_text(f"{feature_sizes.pop()}\t{int(has_boxes)}")
+    np.save(out / "rows.npy", np.asarray(rows, dtype=np.int64))
+    (out / "images.txt").write_text("\n".join("\t".join(x) for x in zip(images, keys, files)))
+    (out / "meta.txt").write_text(f"{features}\t{int(has_boxes)}")
 
 
 def load_index(out: Path) -> RegionIndex:
-    lines = [line.split("\t", 1) for line in (out / "files.txt").read_text().splitlines()]
+    lines = [line.split("\t", 2) for line in (out / "images.txt").read_text().splitlines()]
     features, has_boxes = (out / "meta.txt").read_text().split("\t")
-    return RegionIndex([p for _, p in lines], [k for k, _ in lines], np.load(out / "counts.npy"),
-                       np.load(out / "boxes.npy", mmap_mode="r"), bool(int(has_boxes)), int(features))
+    return RegionIndex([i for i, _, _ in lines], [f for _, _, f in lines], [k for _, k, _ in lines],
+                       np.load(out / "rows.npy"), np.load(out / "counts.npy"), np.load(out / "boxes.npy", mmap_mode="r"),
+                       bool(int(has_boxes)), int(features))

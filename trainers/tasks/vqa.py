@@ -29,7 +29,7 @@ from .base import Split, Task, batches
 from .images import _positive
 from .lazy import ArrayRows
 from .prepared import fingerprint, load_array, load_json, prepared, save_json
-from .regions import build_index, load_index
+from .regions import build_index, feature_source, load_index, missing_hint, source_files
 from .text import PAD, UNK, build_vocab, encode, field, read_json, tokenize
 
 ANSWERS_PER_QUESTION = 10
@@ -55,7 +55,8 @@ class VQA(Task):
         self.options = {k: _positive(k, v, self.name) for k, v in
                         dict(answers=answers, question_tokens=question_tokens, min_word_count=min_word_count).items()}
         files = self._files()
-        inputs = [*files.values(), *sorted((self.path / "features").glob("*.npz"))]
+        self.features = feature_source(self.path, self.name)
+        inputs = [*files.values(), *source_files(self.features)]
         key = f"vqa-{fingerprint(self.name, self.options, inputs)}"
         self.folder = prepared(self.path, key, lambda out: self._build(out, files))
         self.meta = load_json(self.folder, "meta.json")
@@ -71,8 +72,6 @@ class VQA(Task):
                                      f"v2_OpenEnded_mscoco_{split}2014_questions.json, v2_mscoco_{split}2014_annotations.json), "
                                      f"found {len(found)}")
                 out[f"{split}_{kind}"] = found[0]
-        if not (self.path / "features").is_dir():
-            raise ValueError(f"vqa: {self.path} has no `features` folder (one .npz of region features per image)")
         return out
 
     def _read_split(self, questions: Path, annotations: Path) -> list[tuple[int, str, list[str], list[str]]]:
@@ -97,13 +96,13 @@ class VQA(Task):
     def _build(self, out: Path, files: dict[str, Path]) -> None:
         parts = {s: self._read_split(files[f"{s}_questions"], files[f"{s}_annotations"]) for s in ("train", "val")}
         images = {img for rows in parts.values() for _, img, _, _ in rows}
-        build_index(self.path / "features", out, images)
+        build_index(self.features, out, images)
         position = load_index(out).position()
         for s, rows in parts.items():
             for qid, img, _, _ in rows:
                 if img not in position:
                     raise ValueError(f"vqa: {files[f'{s}_questions']}: question {qid} names image {img}, which has no "
-                                     f"features in {self.path / 'features'} (expected a file such as {img}.npz)")
+                                     f"features in {self.features}{missing_hint(self.features, img)}")
         o = self.options
         vocab = build_vocab((w for _, _, w, _ in parts["train"]), o["min_word_count"], (PAD, UNK))
         counts = Counter(a for _, _, _, given in parts["train"] for a in given)
