@@ -136,8 +136,8 @@ def test_feature_files_that_are_malformed(tmp_path):
 def test_a_data_task_without_data_says_how_to_give_it():
     with pytest.raises(ValueError) as info:
         resolve_task("captions")
-    assert str(info.value) == ("task `captions` needs a data path (lwnas train ... --data FOLDER, or "
-                               "task_options: {path: FOLDER} in a study)")
+    assert str(info.value) == ("task `captions` needs a data path: --data FOLDER on `lwnas train` or `lwnas sweep`, "
+                               "or task_options: {path: FOLDER} in the study or configuration file")
 
 
 def test_lwnas_train_prints_the_problem_in_one_line(tmp_path):
@@ -176,3 +176,14 @@ def test_a_feature_file_declaring_more_than_it_holds_is_refused_before_reading(t
             z.writestr(name, body)
     message = refused("vqa", data)
     assert message.startswith(f"{victim}: `x` declares shape (1000000, ") and "but holds fewer" in message, message
+
+
+def test_a_shipped_data_study_validates_without_its_data_but_does_not_sweep_without_it(tmp_path):
+    from sweep_procs import ROOT
+
+    study = ROOT / "studies/data/vqa.yaml"
+    done = lwnas(tmp_path, "space", "validate", study, "--samples", "1")
+    assert done.returncode == 0 and f"ok {study}" in done.stderr, done.stderr
+    done = lwnas(tmp_path, "sweep", study, "--storage", f"sqlite:///{tmp_path / 'x.db'}")
+    assert done.returncode == 2 and ("task `vqa` needs a data path: --data FOLDER on `lwnas train` or `lwnas sweep`"
+                                     in done.stderr), done.stderr

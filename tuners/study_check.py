@@ -93,9 +93,10 @@ def task_for_checks(study: Study) -> tuple[Task | type, Task | None]:
 
     if study.task in BUILTIN_TASKS:
         cls = BUILTIN_TASKS[study.task]
-        if "path" in cls.path_options and "path" not in study.task_options:
+        if cls.family and "path" in cls.path_options and "path" not in study.task_options:
             # a study shipped without its data (`lwnas sweep --data` gives it): checked against the class,
-            # costed at the study's own input sizes; with a path, at the sizes the data fixes
+            # costed at the study's own input sizes; with a path, at the sizes the data fixes. (`features`,
+            # whose family the data decides, still needs its data to be checked.)
             return cls, None
         task = make_task(study)
         return task, task

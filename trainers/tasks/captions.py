@@ -22,7 +22,7 @@ import numpy as np
 from .base import Split, Task
 from .images import _positive
 from .lazy import ArrayRows
-from .prepared import fingerprint, load_array, load_json, prepared, save_json
+from .prepared import fingerprint, load_array, load_json, needs_path, prepared, save_json
 from .regions import build_index, feature_source, image_key, load_index, missing_hint, source_files
 from .text import PAD, UNK, build_vocab, encode, field, read_json, tokenize
 
@@ -54,8 +54,7 @@ class CaptionData(Task):
 
     def __init__(self, path, min_word_count: int, caption_words: int):
         if path is None:
-            raise ValueError(f"task `{self.name}` needs a data path (lwnas train ... --data FOLDER, or "
-                             f"task_options: {{path: FOLDER}} in a study)")
+            raise ValueError(needs_path(self.name))
         self.path = Path(path)
         if not self.path.is_dir():
             raise ValueError(f"{self.name}: no such folder: {self.path}")

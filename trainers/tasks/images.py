@@ -29,7 +29,7 @@ from ..metrics import accuracy
 from .base import Split, Task, batches
 from .digits import _stratified_split
 from .lazy import ArrayRows, PatchRows
-from .prepared import fingerprint, load_array, load_json, prepared, save_json
+from .prepared import fingerprint, load_array, load_json, needs_path, prepared, save_json
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 SPLITS = ("train", "val", "test")
@@ -48,8 +48,7 @@ class _ImageTask(Task):
 
     def __init__(self, path, image_size: int, patch: int):
         if path is None:
-            raise ValueError(f"task `{self.name}` needs a data path (lwnas train ... --data FOLDER, or "
-                             f"task_options: {{path: FOLDER}} in a study)")
+            raise ValueError(needs_path(self.name))
         self.path = Path(path)
         if not self.path.is_dir():
             raise ValueError(f"{self.name}: no such folder: {self.path}")

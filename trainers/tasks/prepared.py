@@ -28,6 +28,12 @@ FORMAT_VERSION = 1
 CONTENT_LIMIT = 64 << 20
 
 
+def needs_path(task: str) -> str:
+    """The message for a data task constructed without its data."""
+    return (f"task `{task}` needs a data path: --data FOLDER on `lwnas train` or `lwnas sweep`, or "
+            f"task_options: {{path: FOLDER}} in the study or configuration file")
+
+
 def fingerprint(task: str, options: dict[str, Any], files: Iterable[Path]) -> str:
     """A short hash of the task, its options and the input files."""
     h = hashlib.sha256(json.dumps([FORMAT_VERSION, task, options], sort_keys=True, default=str).encode())

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from .base import Split, Task, batches
 from .images import _positive
 from .lazy import ArrayRows
-from .prepared import fingerprint, load_array, load_json, prepared, save_json
+from .prepared import fingerprint, load_array, load_json, needs_path, prepared, save_json
 from .regions import build_index, feature_source, load_index, missing_hint, source_files
 from .text import PAD, UNK, build_vocab, encode, field, read_json, tokenize
 
@@ -47,8 +47,7 @@ class VQA(Task):
     def __init__(self, path: str | Path | None = None, answers: int = 3129, question_tokens: int = 14,
                  min_word_count: int = 1):
         if path is None:
-            raise ValueError("task `vqa` needs a data path (lwnas train ... --data FOLDER, or "
-                             "task_options: {path: FOLDER} in a study)")
+            raise ValueError(needs_path(self.name))
         self.path = Path(path)
         if not self.path.is_dir():
             raise ValueError(f"vqa: no such folder: {self.path}")
