@@ -13,7 +13,9 @@ import pytest
 import yaml
 
 import byod_data
+from searchspace.files import load_config_file
 from sweep_procs import COUNTED, lwnas, outcome, proc_env, read_trials, run_proc
+from trainers import cost
 from trainers.tasks import resolve_task
 from trainers.tasks.lazy import ArrayRows, PatchRows, RegionRows
 
@@ -51,6 +53,7 @@ def test_lwnas_train_two_epochs_on_each_layout(tmp_path, task):
     trained = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
     sizes = resolve_task(task, path=str(data), **OPTIONS.get(task, {})).input_sizes()
     assert {k: tuple(v) if isinstance(v, list) else v for k, v in trained.items() if k in sizes} == sizes
+    assert cost(load_config_file(tmp_path / "run" / "config.yaml").config, memory=False).params == metrics["params"]
     if task == "vqa":  # re-evaluating the checkpoint finds the data where training recorded it
         again = lwnas(tmp_path, "evaluate", tmp_path / "run" / "checkpoint.pt", timeout=300)
         assert again.returncode == 0, again.stderr[-3000:]

@@ -20,9 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from .base import Split, Task
-from .images import _positive
 from .lazy import ArrayRows
-from .prepared import fingerprint, load_array, load_json, needs_path, prepared, save_json
+from .prepared import fingerprint, load_array, load_json, needs_path, positive_option, prepared, save_json
 from .regions import build_index, feature_source, image_key, load_index, missing_hint, source_files
 from .text import PAD, UNK, build_vocab, encode, field, read_json, tokenize
 
@@ -58,8 +57,8 @@ class CaptionData(Task):
         self.path = Path(path)
         if not self.path.is_dir():
             raise ValueError(f"{self.name}: no such folder: {self.path}")
-        self.options = {"min_word_count": _positive("min_word_count", min_word_count, self.name),
-                        "caption_words": _positive("caption_words", caption_words, self.name)}
+        self.options = {"min_word_count": positive_option("min_word_count", min_word_count, self.name),
+                        "caption_words": positive_option("caption_words", caption_words, self.name)}
         found = sorted(self.path.glob("*.json"))
         if len(found) != 1:
             raise ValueError(f"{self.name}: {self.path} needs one caption JSON file (as dataset_coco.json), found "

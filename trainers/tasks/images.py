@@ -29,16 +29,10 @@ from ..metrics import accuracy
 from .base import Split, Task, batches
 from .digits import _stratified_split
 from .lazy import ArrayRows, PatchRows
-from .prepared import fingerprint, load_array, load_json, needs_path, prepared, save_json
+from .prepared import fingerprint, load_array, load_json, needs_path, positive_option, prepared, save_json
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 SPLITS = ("train", "val", "test")
-
-
-def _positive(name: str, value, task: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError([(f"task_options.{name}", f"task `{task}` needs a positive whole number, got {value!r}")])
-    return value
 
 
 class _ImageTask(Task):
@@ -52,7 +46,8 @@ class _ImageTask(Task):
         self.path = Path(path)
         if not self.path.is_dir():
             raise ValueError(f"{self.name}: no such folder: {self.path}")
-        self.image_size, self.patch = _positive("image_size", image_size, self.name), _positive("patch", patch, self.name)
+        self.image_size = positive_option("image_size", image_size, self.name)
+        self.patch = positive_option("patch", patch, self.name)
         if image_size % patch:
             raise ConfigError([("task_options.patch", f"must divide the image size {image_size}, got {patch}")])
         self.folder = self._prepare()

@@ -20,12 +20,21 @@ from typing import Any
 
 import numpy as np
 
+from searchspace import ConfigError
+
 from .cache import cache_dir
 
 # bump when what a task derives from the same inputs changes, so old caches are not read
 FORMAT_VERSION = 1
 # text files up to this size are fingerprinted by content; larger files (features, images) by size and mtime
 CONTENT_LIMIT = 64 << 20
+
+
+def positive_option(name: str, value: Any, task: str) -> int:
+    """A task option that must be a whole number >= 1, or a ConfigError naming it."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError([(f"task_options.{name}", f"task `{task}` needs a positive whole number, got {value!r}")])
+    return value
 
 
 def needs_path(task: str) -> str:

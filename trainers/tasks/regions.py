@@ -5,8 +5,9 @@ Each file holds the features as ``x`` (bottom-up-attention.pytorch, openvqa) or 
 file also holds ``image_w`` and ``image_h`` (they are then divided by them), otherwise already in 0..1.
 The image id is the last run of digits in the file name (``COCO_train2014_000000000009.jpg.npz`` and
 ``9.npz`` both name image 9), or for names without digits the name itself (Flickr30k's files are
-numbered, so both work). The index (which file, how many regions, the boxes made relative) is built
-once per fingerprint; the features are read per batch.
+numbered, so both work). Or one HDF5 file of all images (``_index_hdf5``; docs/tasks.md). The index
+(where each image is, how many regions, the boxes made relative) is built once per fingerprint; the
+features are read per batch.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ def _read_one(path: Path) -> tuple[str, int, int, np.ndarray | None]:
             boxes = np.asarray(f[box_key], dtype=np.float32)
             size = [float(f[k]) for k in ("image_w", "image_h") if k in members]
         if boxes.shape != (shape[0], 4):
-            raise ValueError(f"`{box_key}` has shape {boxes.shape} but there are {shape[0]} regions (expected ({shape[0]}, 4))")
+            raise ValueError(f"`{box_key}` has shape {boxes.shape} but there are {shape[0]} regions "
+                             f"(expected ({shape[0]}, 4))")
         if len(size) == 2:
             boxes = boxes / np.array(size * 2, dtype=np.float32)
         elif boxes.size and boxes.max() > 1.5:
@@ -138,7 +140,8 @@ def build_index(source: Path, out: Path, wanted: set[str] | None = None) -> None
         return _index_hdf5(source, out, wanted)
     files = sorted(p for p in source.glob("*.npz") if wanted is None or image_key(p.name) in wanted)
     if not files:
-        raise ValueError(f"{source}: no per-image feature files (*.npz)" + (" for the images the data names" if wanted else ""))
+        raise ValueError(f"{source}: no per-image feature files (*.npz)"
+                         + (" for the images the data names" if wanted else ""))
     keys, counts, boxes, feature_sizes = [], [], [], set()
     for p in files:
         try:

@@ -26,9 +26,8 @@ import torch
 import torch.nn.functional as F
 
 from .base import Split, Task, batches
-from .images import _positive
 from .lazy import ArrayRows
-from .prepared import fingerprint, load_array, load_json, needs_path, prepared, save_json
+from .prepared import fingerprint, load_array, load_json, needs_path, positive_option, prepared, save_json
 from .regions import build_index, feature_source, load_index, missing_hint, source_files
 from .text import PAD, UNK, build_vocab, encode, field, read_json, tokenize
 
@@ -51,7 +50,7 @@ class VQA(Task):
         self.path = Path(path)
         if not self.path.is_dir():
             raise ValueError(f"vqa: no such folder: {self.path}")
-        self.options = {k: _positive(k, v, self.name) for k, v in
+        self.options = {k: positive_option(k, v, self.name) for k, v in
                         dict(answers=answers, question_tokens=question_tokens, min_word_count=min_word_count).items()}
         files = self._files()
         self.features = feature_source(self.path, self.name)
@@ -68,7 +67,8 @@ class VQA(Task):
                 found = sorted(self.path.glob(f"*{split}*{kind}*.json"))
                 if len(found) != 1:
                     raise ValueError(f"vqa: {self.path} needs one *{split}*{kind}*.json file (as "
-                                     f"v2_OpenEnded_mscoco_{split}2014_questions.json, v2_mscoco_{split}2014_annotations.json), "
+                                     f"v2_OpenEnded_mscoco_{split}2014_questions.json, "
+                                     f"v2_mscoco_{split}2014_annotations.json), "
                                      f"found {len(found)}")
                 out[f"{split}_{kind}"] = found[0]
         return out
@@ -136,7 +136,8 @@ class VQA(Task):
         for i, name in enumerate(("train", "val", "test")):
             index = np.flatnonzero((np.asarray(split) == i) & ((np.asarray(ids)[:, 0] >= 0) if i == 0 else True))
             out[name] = {"question": ArrayRows(load_array(self.folder, "tokens"), index),
-                         "answer_ids": ArrayRows(ids, index), "answer_counts": ArrayRows(load_array(self.folder, "answer_counts"), index),
+                         "answer_ids": ArrayRows(ids, index),
+                         "answer_counts": ArrayRows(load_array(self.folder, "answer_counts"), index),
                          **self.regions.columns(np.asarray(image)[index])}
             del out[name]["boxes"]  # MCAN reads no boxes
         return out
