@@ -89,7 +89,10 @@ class VQA(Task):
             qid = field(q, "question_id", int, where)
             if qid not in answers:
                 raise ValueError(f"{where}: question {qid} has no annotation in {annotations}")
-            out.append((qid, str(field(q, "image_id", int, where)), tokenize(field(q, "question", str, where)), answers[qid]))
+            words = tokenize(field(q, "question", str, where))
+            if not words:
+                raise ValueError(f"{where}: question {qid} has no words")
+            out.append((qid, str(field(q, "image_id", int, where)), words, answers[qid]))
         return out
 
     def _build(self, out: Path, files: dict[str, Path]) -> None:
@@ -115,6 +118,9 @@ class VQA(Task):
                 ids[r, k], n_given[r, k] = answer_index[a], c
         # val images are halved by a fixed seed into the val and test splits (no image in both)
         val_images = sorted({img for _, img, _, _ in parts["val"]})
+        if len(val_images) < 2:
+            raise ValueError(f"vqa: {files['val_questions']} names {len(val_images)} image(s); its images are halved "
+                             f"into the validation and test splits, so it needs at least 2")
         test_images = set(np.random.default_rng(0).permutation(val_images)[len(val_images) // 2:].tolist())
         split = np.array([0] * len(parts["train"]) + [2 if img in test_images else 1 for _, img, _, _ in parts["val"]])
         length = min(o["question_tokens"], max(len(w) for _, _, w, _ in rows))
