@@ -187,3 +187,13 @@ def test_a_shipped_data_study_validates_without_its_data_but_does_not_sweep_with
     done = lwnas(tmp_path, "sweep", study, "--storage", f"sqlite:///{tmp_path / 'x.db'}")
     assert done.returncode == 2 and ("task `vqa` needs a data path: --data FOLDER on `lwnas train` or `lwnas sweep`"
                                      in done.stderr), done.stderr
+
+
+def test_a_question_without_words(tmp_path):
+    data = byod_data.vqa(tmp_path / "vqa")
+    questions = data / "v2_OpenEnded_mscoco_train2014_questions.json"
+    doc = json.loads(questions.read_text())
+    doc["questions"][2]["question"] = "?!"
+    questions.write_text(json.dumps(doc))
+    qid = doc["questions"][2]["question_id"]
+    assert refused("vqa", data) == f"vqa: {questions}: questions[2]: question {qid} has no words"
