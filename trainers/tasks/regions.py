@@ -61,16 +61,19 @@ def _read_one(path: Path) -> tuple[str, int, int, np.ndarray | None]:
             shape, dtype = _member_shape(archive, key + ".npy")
             for other in members - {key}:
                 _member_shape(archive, other + ".npy")  # boxes and sizes are read below: check them first
-    except zipfile.BadZipFile:
-        raise ValueError("is not an .npz archive") from None
+    except (zipfile.BadZipFile, EOFError, OSError) as exc:
+        raise ValueError(f"is not a readable .npz archive ({exc})") from None
     if len(shape) != 2 or not np.issubdtype(dtype, np.floating) or shape[0] == 0:
         raise ValueError(f"`{key}` must be a non-empty (regions, features) float array, found shape {shape} of {dtype}")
     boxes = None
     box_key = next((k for k in BOX_KEYS if k in members), None)
     if box_key:
-        with np.load(path) as f:  # allow_pickle is off: an object array is refused, never unpickled
-            boxes = np.asarray(f[box_key], dtype=np.float32)
-            size = [float(f[k]) for k in ("image_w", "image_h") if k in members]
+        try:
+            with np.load(path) as f:  # allow_pickle is off: an object array is refused, never unpickled
+                boxes = np.asarray(f[box_key], dtype=np.float32)
+                size = [float(f[k]) for k in ("image_w", "image_h") if k in members]
+        except (zipfile.BadZipFile, EOFError, OSError, TypeError) as exc:
+            raise ValueError(f"cannot read `{box_key}`, `image_w` or `image_h` ({exc})") from None
         if boxes.shape != (shape[0], 4):
             raise ValueError(f"`{box_key}` has shape {boxes.shape} but there are {shape[0]} regions "
                              f"(expected ({shape[0]}, 4))")
