@@ -98,13 +98,15 @@ def train(
     config: Annotated[Path, typer.Argument(help="Configuration file: knobs, optionally `task` and `training` sections "
                                                 "(an exported trial has both).")],
     task: Annotated[Optional[str], typer.Option(
-        "--task", "-t", help="Built-in task (digits, shapes-vqa, scene-captions, scene-retrieval, features) or a "
+        "--task", "-t", help="Built-in task (digits, shapes-vqa, scene-captions, scene-retrieval, features, "
+                             "image-folder, cifar, vqa, captions, caption-retrieval) or a "
                              "plugin as package.module:Class; default: the file's `task`.")] = None,
     epochs: Annotated[Optional[int], typer.Option(help="Override the number of epochs.")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory for checkpoint, metrics and config.")
                    ] = Path("runs/latest"),
-    data: Annotated[Optional[Path], typer.Option(help="Data file for the `features` task (.npz or .npy dir).")
-                    ] = None,
+    data: Annotated[Optional[Path], typer.Option(
+        help="Data of a task that reads yours: a `features` .npz or .npy folder, or the folder of "
+             "`image-folder`, `cifar`, `vqa`, `captions`, `caption-retrieval`.")] = None,
     lr: Annotated[Optional[float], typer.Option(help="Override the learning rate.")] = None,
     batch_size: Annotated[Optional[int], typer.Option(help="Override the batch size.")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Override the seed.")] = None,
@@ -150,8 +152,9 @@ def evaluate(
     split: Annotated[str, typer.Option(help="train, val or test.")] = "test",
     device: Annotated[str, typer.Option(help="auto, cpu or cuda.")] = "auto",
     data: Annotated[Optional[Path], typer.Option(
-        help="Data file for the `features` task, replacing the path the checkpoint recorded (needed when "
-             "its data file has moved, or on another machine).")] = None,
+        help="Data of a task that reads yours (features, image-folder, cifar, vqa, captions, caption-retrieval), "
+             "replacing the path the checkpoint recorded (needed when its data has moved, or on another "
+             "machine).")] = None,
 ) -> None:
     """Re-compute a trained checkpoint's metrics on a split (prints JSON)."""
     from trainers.checkpoint import evaluate_checkpoint

@@ -56,6 +56,24 @@ def absolute_paths(study: Study) -> Study:
     return replace(study, task_options=options, source={**study.source, "task_options": options})
 
 
+def with_data(study: Study, data: Path | None) -> Study:
+    """The study with ``lwnas sweep --data PATH`` as its task's `path` option (absolute, so workers find it)."""
+    if data is None:
+        return study
+    if "path" not in getattr(task_class(study.task), "path_options", ()):
+        raise StudyError([("--data", f"task `{study.task}` reads no data path; --data serves the tasks that read "
+                                     f"your data ({', '.join(data_tasks())})")])
+    if not data.exists():
+        raise StudyError([("--data", f"no such file or directory: {data}")])
+    options = {**study.task_options, "path": str(data.resolve())}
+    return replace(study, task_options=options, source={**study.source, "task_options": options})
+
+
+def data_tasks() -> tuple[str, ...]:
+    from trainers.tasks import DATA_TASKS
+    return DATA_TASKS
+
+
 def make_task(study: Study) -> Task:
     """The study's task, constructed (a plugin's constructor runs: sweeps and training need its data)."""
     try:
@@ -74,6 +92,12 @@ def task_for_checks(study: Study) -> tuple[Task | type, Task | None]:
     from trainers.tasks import BUILTIN_TASKS
 
     if study.task in BUILTIN_TASKS:
+        cls = BUILTIN_TASKS[study.task]
+        if cls.family and "path" in cls.path_options and "path" not in study.task_options:
+            # a study shipped without its data (`lwnas sweep --data` gives it): checked against the class,
+            # costed at the study's own input sizes; with a path, at the sizes the data fixes. (`features`,
+            # whose family the data decides, still needs its data to be checked.)
+            return cls, None
         task = make_task(study)
         return task, task
     try:

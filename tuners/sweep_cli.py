@@ -55,6 +55,9 @@ def sweep(
     name: Annotated[Optional[str], typer.Option(
         help="Name of the study in storage (default: the study's): 1 to 100 letters, digits, -, _ or ., "
              "starting with a letter or digit.")] = None,
+    data: Annotated[Optional[Path], typer.Option(
+        help="Data of a task that reads yours (features, image-folder, cifar, vqa, captions, caption-retrieval): "
+             "replaces the study's task_options.path.")] = None,
 ) -> None:
     """Find the accuracy-vs-cost Pareto front of a study: Ray Tune runs the trials, Optuna proposes them.
 
@@ -64,13 +67,13 @@ def sweep(
     from searchspace.study import StudyError, name_problem
 
     from .constraints import StaticCosts
-    from .study_check import constraint_problems, cost_sample, make_task, open_study, task_problems
+    from .study_check import constraint_problems, cost_sample, make_task, open_study, task_problems, with_data
     from .sweep import SweepOptions, run_sweep
 
     if name is not None and name_problem(name):
         _fail(f"--name {name_problem(name)}", code=2)
     try:
-        study = open_study(study_file)
+        study = with_data(open_study(study_file), data)
         task = make_task(study)
         problems = task_problems(study, task)
         if not problems and study.constraints:
