@@ -6,7 +6,10 @@ from typing import Any
 
 import optuna
 
+from searchspace.study import Budget
+
 from . import storage as keys
+from .budget import ended
 from .objectives import direction_names
 from .pareto import hypervolume, pareto_front, reference_point
 from .storage import record_of
@@ -27,4 +30,12 @@ def study_status(ot_study: optuna.Study) -> dict[str, Any]:
             "directions": directions, "reference_point": ref, "hypervolume": hypervolume(records, objectives, ref),
             "front": [{"trial": r.number, "values": r.values, "params": r.params} for r in front],
             "seconds_per_trial": sum(timed) / len(timed) if timed else None, "timed_trials": len(timed),
-            "rejected": ot_study.user_attrs.get(keys.STUDY_REJECTED)}
+            "rejected": ot_study.user_attrs.get(keys.STUDY_REJECTED), **budget_status(ot_study)}
+
+
+def budget_status(ot_study: optuna.Study) -> dict[str, Any]:
+    """The budget in force, its raises, and why the last driver ended (None before lwnas recorded it)."""
+    spec_budget = (ot_study.user_attrs.get(keys.STUDY_SPEC) or {}).get("budget") or {}
+    budget = ot_study.user_attrs.get(keys.STUDY_BUDGET, spec_budget.get("trials", Budget().trials))
+    return {"budget": budget, "budget_changes": ot_study.user_attrs.get(keys.STUDY_BUDGET_CHANGES, []),
+            "ended": ended(ot_study)}
