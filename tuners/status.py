@@ -34,8 +34,9 @@ def study_status(ot_study: optuna.Study) -> dict[str, Any]:
 
 
 def budget_status(ot_study: optuna.Study) -> dict[str, Any]:
-    """The budget in force, its raises, and why the last driver ended (None before lwnas recorded it)."""
+    """The budget in force, its raises, why the last driver ended (None before lwnas recorded it), and the
+    runs of `lwnas confirm`."""
     spec_budget = (ot_study.user_attrs.get(keys.STUDY_SPEC) or {}).get("budget") or {}
     budget = ot_study.user_attrs.get(keys.STUDY_BUDGET, spec_budget.get("trials", Budget().trials))
     return {"budget": budget, "budget_changes": ot_study.user_attrs.get(keys.STUDY_BUDGET_CHANGES, []),
-            "ended": ended(ot_study)}
+            "ended": ended(ot_study), "confirmations": ot_study.user_attrs.get(keys.STUDY_CONFIRMATIONS, [])}
