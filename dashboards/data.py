@@ -146,6 +146,7 @@ class StudyData:
     version: int = 0  # grows with each change a TrialCache sees
     knobs: list[str] = field(default_factory=list)
     token: str = field(default_factory=lambda: uuid.uuid4().hex)  # unique per load: a key for cached figures
+    confirmations: list[dict[str, Any]] = field(default_factory=list)  # `lwnas confirm` runs (tuners.confirm)
     _fronts: dict[tuple[str, ...], list[TrialRecord]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -262,6 +263,7 @@ class TrialCache:
         self._study_id: int | None = None
         self._records: dict[int, TrialRecord] = {}
         self._data: StudyData | None = None
+        self._attrs: dict[str, Any] | None = None  # the study's user attributes at the last load
 
     @property
     def loaded(self) -> bool:
@@ -280,8 +282,10 @@ class TrialCache:
                 trials = self._changed_trials(storage, study_id)
                 changed = bool(trials)
             self._records.update({t.number: record_of(t) for t in trials})
-            if changed or self._data is None:
-                self._data = self._study_data(storage, study_id)
+            attrs = storage.get_study_user_attrs(study_id)  # `lwnas confirm` changes these, not the trials
+            if changed or self._data is None or attrs != self._attrs:
+                self._attrs = attrs
+                self._data = self._study_data(storage, study_id, attrs)
             return self._data
 
     def _changed_trials(self, storage: Any, study_id: int) -> list[optuna.trial.FrozenTrial]:
@@ -297,12 +301,12 @@ class TrialCache:
         moved = [t for t in open_now if t.number not in self._records or record_of(t) != self._records[t.number]]
         return fetched + moved
 
-    def _study_data(self, storage: Any, study_id: int) -> StudyData:
-        attrs = storage.get_study_user_attrs(study_id)
+    def _study_data(self, storage: Any, study_id: int, attrs: dict[str, Any]) -> StudyData:
         objectives = objectives_of(storage, self.name, attrs, storage.get_study_directions(study_id))
         version = (self._data.version + 1) if self._data else 0
         return StudyData(self.name, objectives, attrs.get(keys.STUDY_SPEC) or {}, attrs.get(keys.STUDY_REJECTED),
-                         [self._records[n] for n in sorted(self._records)], version)
+                         [self._records[n] for n in sorted(self._records)], version,
+                         confirmations=list(attrs.get(keys.STUDY_CONFIRMATIONS, [])))
 
 
 def export_records(url: str, name: str, numbers: list[int]) -> tuple[optuna.Study, list[TrialRecord]]:
