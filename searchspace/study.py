@@ -78,6 +78,7 @@ class Budget:
     epochs: int = 3  # training epochs per trial (the full budget; schedulers may stop earlier)
     time_s: float | None = None  # wall-clock limit of the whole sweep
     stop_when: StopWhen | None = None  # None: the sweep runs its whole budget
+    front_seeds: int = 1  # seeds each trial on (or within the noise of) the front is trained with
 
 
 @dataclass(frozen=True)
@@ -300,7 +301,7 @@ def _budget(raw: Any, problems: list) -> Budget:
     out: dict[str, Any] = {}
     for key, value in raw.items():
         where = ("budget", key)
-        if key in ("trials", "epochs"):
+        if key in ("trials", "epochs", "front_seeds"):
             if not _is_int(value) or value < 1:
                 problems.append((where, f"must be an integer >= 1, got {shown(value)}"))
             else:
@@ -318,7 +319,7 @@ def _budget(raw: Any, problems: list) -> Budget:
     return Budget(**out)
 
 
-BUDGET_KEYS = ("trials", "epochs", "time", "stop_when")
+BUDGET_KEYS = ("trials", "epochs", "time", "stop_when", "front_seeds")
 _STOP_WHEN_RULES: dict[str, tuple[str, Any]] = {
     "window": ("an integer >= 2", lambda v: _is_int(v) and v >= 2),
     "tolerance": ("a number >= 0 (a fraction of the hypervolume, e.g. 0.001)", lambda v: _is_number(v) and v >= 0),

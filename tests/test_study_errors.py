@@ -512,6 +512,13 @@ def test_constraints_accept_bare_numbers_and_yaml12_floats(tmp_path):
             windw: 5
         space: {d_model: 32}
         """, "budget.stop_when.windw", "windw", ("unknown key (did you mean `window`?)",)),
+    Case("front-seeds-zero", """
+        task: digits
+        objectives: [accuracy]
+        budget:
+          front_seeds: 0
+        space: {d_model: 32}
+        """, "budget.front_seeds", "front_seeds:", ("must be an integer >= 1, got 0",)),
     Case("stop-not-a-mapping", """
         task: digits
         objectives: [accuracy]

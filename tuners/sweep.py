@@ -125,8 +125,9 @@ def requeue_interrupted(ot_study: optuna.Study, storage: Any) -> list[int]:
         storage.set_trial_user_attr(trial_id, keys.FAILURE, "the sweep's driver stopped while it ran; re-queued")
         storage.set_trial_state_values(trial_id, optuna.trial.TrialState.FAIL)
         attrs = {keys.REQUEUED_FROM: trial.number}
-        if keys.SEED_CONFIG in trial.user_attrs:
-            attrs[keys.SEED_CONFIG] = trial.user_attrs[keys.SEED_CONFIG]
+        for key in (keys.SEED_CONFIG, keys.SEED_OF):  # what the trial evaluates: a seed config, a seed repeat
+            if key in trial.user_attrs:
+                attrs[key] = trial.user_attrs[key]
         ot_study.enqueue_trial(trial.params, user_attrs=attrs)
         requeued.append(trial.number)
     return requeued
@@ -204,6 +205,10 @@ def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, storage:
             raise SweepError(str(exc)) from None
     else:
         searcher = StudySearcher(study, ot_study, static, storage)
+    if study.budget.front_seeds > 1:
+        from .seed_repeats import SeedRepeats
+
+        searcher = SeedRepeats(searcher, ot_study, study.budget.front_seeds)
     if rule is not None:
         searcher = StopWhenFrontStalls(searcher, ot_study, rule, since)
     scheduler = MOASHA.for_study(study) if study.tuner.scheduler == "mo-asha" else None
