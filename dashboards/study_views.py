@@ -9,6 +9,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from tuners.seeds import pareto_front_groups
+
 from .data import StudyData
 from .study_compare import comparable_studies, hypervolume_table, shared_reference_point, study_fronts
 from .text import md, plotly_text
@@ -61,6 +63,30 @@ def confirmation_tab(data: StudyData) -> None:
               else " (too few trials for an interval)")
         st.markdown(f"Kendall τ of {md(metric)}, sweep against confirmed: **{tau}**{ci} over {k['n']} trials")
     st.dataframe(confirmation_frame(run), hide_index=True)
+
+
+def seed_front_section(data: StudyData, x: str, y: str) -> None:
+    """The front of the seed means (``budget.front_seeds``) with mean ± std error bars and a seeds column."""
+    front = pareto_front_groups(data.seed_groups, data.directions)
+    ix, iy = data.metrics.index(x), data.metrics.index(y)
+    fig = go.Figure(go.Scatter(
+        x=[g.record.values[ix] for g in front], y=[g.record.values[iy] for g in front], mode="lines+markers+text",
+        error_x={"type": "data", "array": [g.std[ix] or 0.0 for g in front]},
+        error_y={"type": "data", "array": [g.std[iy] or 0.0 for g in front]},
+        text=[str(g.number) for g in front], textposition="top center", customdata=[[g.number, g.seeds] for g in front],
+        hovertemplate="trial %{customdata[0]} · %{customdata[1]} seeds<br>%{x:.4g}, %{y:.4g}<extra></extra>"))
+    fig.update_layout(title="Front of the seed means (bars: one standard deviation)", xaxis_title=plotly_text(x),
+                      yaxis_title=plotly_text(y), height=400, margin={"t": 50})
+    st.plotly_chart(fig, key="seed_front_chart")
+    rows = []
+    for g in front:
+        row = {"trial": g.number, "seeds": g.seeds, "seed trials": ", ".join(str(m.number) for m in g.members)}
+        for i, metric in enumerate(data.metrics):
+            row[f"{metric} mean"], row[f"{metric} std"] = g.record.values[i], g.std[i]
+        rows.append(row)
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    st.caption("Trials of one point retrained with other seeds (`budget: {front_seeds: N}`) are averaged; this front "
+               "is the one `lwnas status` and `lwnas export --trials pareto` give.")
 
 
 def _ref_key(data: StudyData) -> str:

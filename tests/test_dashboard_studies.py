@@ -134,3 +134,33 @@ def test_compare_studies_overlays_fronts_with_one_frozen_reference_point(tmp_pat
     at.session_state["view"] = "Compare studies"
     at.run()
     assert at.number_input(key="compare_ref_1").value == 50_000.0
+
+
+# ---- seeds (budget.front_seeds) -----------------------------------------------------------------------
+def test_front_of_seed_means_has_error_bars_and_a_seeds_column(tmp_path, monkeypatch):
+    import statistics
+
+    from tuners.storage import SEED_OF
+
+    url = f"sqlite:///{tmp_path / 'lwnas.db'}"
+    ot_study = seed_study(url, name="seeded", trials=30, seed=4)
+    best = max(front_candidates(records(ot_study)), key=lambda r: r.values[0])
+    parent = ot_study.get_trials()[best.number]
+    for accuracy in (best.values[0] - 0.02, best.values[0] - 0.05):  # two more seeds of the best point
+        ot_study.add_trial(optuna.trial.create_trial(
+            params=parent.params, distributions=parent.distributions, values=[accuracy, best.values[1]],
+            user_attrs={**parent.user_attrs, SEED_OF: best.number}))
+    accuracies = [best.values[0], best.values[0] - 0.02, best.values[0] - 0.05]
+
+    at = run_app(url, monkeypatch, "seeded", "Pareto front")
+    trace = chart(at, "seed_front_chart")["data"][0]
+    shown = {c[0]: (c[1], y, e) for c, y, e in zip(trace["customdata"], values(trace["y"]),
+                                                    values(trace["error_y"]["array"]))}
+    seeds, mean, std = shown[best.number]  # y: accuracy (the default axes are params × accuracy)
+    assert seeds == 3 and mean == pytest.approx(statistics.mean(accuracies))
+    assert std == pytest.approx(statistics.stdev(accuracies))
+    assert table(at, "seed trials").set_index("trial").loc[best.number, "seeds"] == 3
+
+    at = run_app(url, monkeypatch, "seeded", "Trials")
+    trials = next(df.value for df in at.dataframe if "seeds" in df.value.columns and "outcome" in df.value.columns)
+    assert set(trials.set_index("trial").loc[[best.number, 30, 31], "seeds"]) == {3}

@@ -55,11 +55,14 @@ def parent_of(trial: optuna.trial.FrozenTrial) -> int:
 
 def seed_groups(trials: Sequence[optuna.trial.FrozenTrial]) -> list[SeedGroup]:
     """Complete, feasible trials grouped by the point they train, in the parent's order."""
-    records = {t.number: record_of(t) for t in trials}
-    parents = {t.number: parent_of(t) for t in trials}
+    return groups_of([record_of(t) for t in trials], {t.number: parent_of(t) for t in trials})
+
+
+def groups_of(records: Sequence[TrialRecord], parents: dict[int, int]) -> list[SeedGroup]:
+    """``seed_groups`` from records and each trial's parent (a trial missing from ``parents`` is its own)."""
     by_parent: dict[int, list[TrialRecord]] = {}
-    for r in sorted(front_candidates(list(records.values())), key=lambda r: r.number):
-        by_parent.setdefault(parents[r.number], []).append(r)
+    for r in sorted(front_candidates(list(records)), key=lambda r: r.number):
+        by_parent.setdefault(parents.get(r.number, r.number), []).append(r)
     groups = []
     for parent, members in sorted(by_parent.items()):
         values = np.array([m.values for m in members], dtype=float)
