@@ -204,8 +204,8 @@ class StudyData:
                 row[metric] = float(r.costs.get(metric, value)) if metric in COST_METRICS else value
             row.update({c: r.costs.get(c, math.nan) for c in costs})
             row.update({"seeds": self.seeds.get(r.number), "epochs": len(r.epochs), "wall_time": r.wall_time,
-                        "host": r.host,
-                        "failure": r.failure, "started": r.datetime_start, "completed": r.datetime_complete})
+                        "host": r.host, "failure": r.failure, "started": r.datetime_start,
+                        "completed": r.datetime_complete})
             rows.append(row)
         frame = pd.DataFrame(rows, columns=["trial", "outcome", "state", *self.metrics, *costs,
                                             "seeds", "epochs", "wall_time", "host", "failure", "started",

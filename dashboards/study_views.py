@@ -16,6 +16,7 @@ from .study_compare import comparable_studies, hypervolume_table, shared_referen
 from .text import md, plotly_text
 
 ROLE_SYMBOLS = {"front": "circle", "dominated": "x"}
+MAX_DEFAULT_STUDIES = 8  # the Compare studies tab starts with every comparable study, up to this many
 
 
 def confirmation_frame(run: dict) -> pd.DataFrame:
@@ -103,8 +104,7 @@ def compare_studies_tab(data: StudyData, url: str) -> None:
     names = comparable_studies(url, task, data.objectives)
     st.caption(f"Studies of task {md(task)} with the objectives of {md(data.name)}: their fronts on one plot and "
                "each one's hypervolume measured from one reference point.")
-    chosen = st.multiselect("Studies", names, default=[n for n in names if n == data.name] or names[:1],
-                            key="compare_studies")
+    chosen = st.multiselect("Studies", names, default=names[:MAX_DEFAULT_STUDIES], key="compare_studies")
     key = _ref_key(data)
     if key not in st.session_state or st.button("Reset the reference point from the studies' trials now",
                                                 key="compare_ref_reset"):

@@ -96,8 +96,10 @@ def test_compare_studies_overlays_fronts_with_one_frozen_reference_point(tmp_pat
     seed_study(url, name="three", trials=10, seed=3, objectives=("accuracy", "params", "madds"))  # not comparable
     at = run_app(url, monkeypatch, "a", "Compare studies")
     picker = at.multiselect(key="compare_studies")
-    assert picker.options == ["a", "b"] and picker.value == ["a"]
-    at = picker.set_value(["a", "b"]).run()
+    assert picker.options == ["a", "b"] and picker.value == ["a", "b"]  # every comparable study at first
+    at = picker.set_value(["a"]).run()
+    assert [t["name"] for t in chart(at, "compare_chart")["data"]] == ["a"]
+    at = at.multiselect(key="compare_studies").set_value(["a", "b"]).run()
     assert not at.exception, [e.value for e in at.exception]
 
     union = [r.values for s in (a, b) for r in front_candidates(records(s))]
