@@ -21,7 +21,7 @@ if __package__ in (None, ""):  # `streamlit run dashboards/app.py` runs this fil
 
 from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 
-from dashboards import views  # noqa: E402
+from dashboards import study_views, views  # noqa: E402
 from dashboards.data import StudyData, TrialCache, list_studies  # noqa: E402
 from dashboards.text import md  # noqa: E402
 from tuners.outcomes import Outcome  # noqa: E402
@@ -149,7 +149,9 @@ def study_page(url: str, name: str) -> None:
     pages = {"Pareto front": lambda: views.front_tab(data, key), "Hypervolume": lambda: views.hypervolume_tab(data, key),
              "Knob importance": lambda: views.importance_tab(data, key, url),
              "Trials": lambda: views.trials_tab(data), "Trial detail": lambda: views.detail_tab(data),
-             "Compare": lambda: views.compare_tab(data), "Export": lambda: views.export_tab(data, url)}
+             "Compare": lambda: views.compare_tab(data), "Export": lambda: views.export_tab(data, url),
+             "Confirmation": lambda: study_views.confirmation_tab(data),
+             "Compare studies": lambda: study_views.compare_studies_tab(data, url)}
     # only the open tab runs (and is sent to the browser): a large study stays quick on every rerun
     for tab, draw in zip(st.tabs(list(pages), key=views.VIEW, on_change="rerun"), pages.values()):
         if tab.open:

@@ -26,6 +26,7 @@ from tuners import storage as keys
 from tuners.objectives import direction_names, minimised, nondominated
 from tuners.outcomes import Outcome
 from tuners.pareto import front_candidates, hypervolume, reference_point
+from tuners.seeds import SeedGroup, groups_of, parent_of
 from tuners.storage import StorageError, TrialRecord, masked, open_storage, record_of
 
 OPEN_STATES = (TrialState.RUNNING, TrialState.WAITING)
@@ -151,6 +152,8 @@ class StudyData:
     version: int = 0  # grows with each change a TrialCache sees
     knobs: list[str] = field(default_factory=list)
     token: str = field(default_factory=lambda: uuid.uuid4().hex)  # unique per load: a key for cached figures
+    confirmations: list[dict[str, Any]] = field(default_factory=list)  # `lwnas confirm` runs (tuners.confirm)
+    parents: dict[int, int] = field(default_factory=dict)  # trial -> the trial it repeats with another seed
     _fronts: dict[tuple[str, ...], list[TrialRecord]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -181,6 +184,16 @@ class StudyData:
         return front_candidates(self.records)
 
     @cached_property
+    def seed_groups(self) -> list[SeedGroup]:
+        """Complete, feasible trials grouped by point (``budget.front_seeds`` repeats with their parent)."""
+        return groups_of(self.candidates, self.parents)
+
+    @cached_property
+    def seeds(self) -> dict[int, int]:
+        """Trial -> how many seeds its point was trained with (complete, feasible trials only)."""
+        return {m.number: g.seeds for g in self.seed_groups for m in g.members}
+
+    @cached_property
     def reference_point(self) -> list[float]:
         return reference_point(self.records, self.objectives)
 
@@ -195,11 +208,13 @@ class StudyData:
                 value = r.values[i] if r.values is not None else math.nan
                 row[metric] = float(r.costs.get(metric, value)) if metric in COST_METRICS else value
             row.update({c: r.costs.get(c, math.nan) for c in costs})
-            row.update({"epochs": len(r.epochs), "wall_time": r.wall_time, "host": r.host,
-                        "failure": r.failure, "started": r.datetime_start, "completed": r.datetime_complete})
+            row.update({"seeds": self.seeds.get(r.number), "epochs": len(r.epochs), "wall_time": r.wall_time,
+                        "host": r.host, "failure": r.failure, "started": r.datetime_start,
+                        "completed": r.datetime_complete})
             rows.append(row)
         frame = pd.DataFrame(rows, columns=["trial", "outcome", "state", *self.metrics, *costs,
-                                            "epochs", "wall_time", "host", "failure", "started", "completed"])
+                                            "seeds", "epochs", "wall_time", "host", "failure", "started",
+                                            "completed"])
         for metric in self.metrics:  # the worst value of an infeasible trial is not a measurement
             frame[metric] = frame[metric].astype(float).replace([np.inf, -np.inf], np.nan)
         knobs = pd.DataFrame({k: self.knob_values(k) for k in self.knobs}, index=frame.index, dtype=object)
@@ -267,6 +282,8 @@ class TrialCache:
         self._study_id: int | None = None
         self._records: dict[int, TrialRecord] = {}
         self._data: StudyData | None = None
+        self._attrs: dict[str, Any] | None = None  # the study's user attributes at the last load
+        self._parents: dict[int, int] = {}  # seed repeats (budget.front_seeds) -> their parent trial
 
     @property
     def loaded(self) -> bool:
@@ -285,8 +302,11 @@ class TrialCache:
                 trials = self._changed_trials(storage, study_id)
                 changed = bool(trials)
             self._records.update({t.number: record_of(t) for t in trials})
-            if changed or self._data is None:
-                self._data = self._study_data(storage, study_id)
+            self._parents.update({t.number: parent_of(t) for t in trials if parent_of(t) != t.number})
+            attrs = storage.get_study_user_attrs(study_id)  # `lwnas confirm` changes these, not the trials
+            if changed or self._data is None or attrs != self._attrs:
+                self._attrs = attrs
+                self._data = self._study_data(storage, study_id, attrs)
             return self._data
 
     def _changed_trials(self, storage: Any, study_id: int) -> list[optuna.trial.FrozenTrial]:
@@ -302,12 +322,12 @@ class TrialCache:
         moved = [t for t in open_now if t.number not in self._records or record_of(t) != self._records[t.number]]
         return fetched + moved
 
-    def _study_data(self, storage: Any, study_id: int) -> StudyData:
-        attrs = storage.get_study_user_attrs(study_id)
+    def _study_data(self, storage: Any, study_id: int, attrs: dict[str, Any]) -> StudyData:
         objectives = objectives_of(storage, self.name, attrs, storage.get_study_directions(study_id))
         version = (self._data.version + 1) if self._data else 0
         return StudyData(self.name, objectives, attrs.get(keys.STUDY_SPEC) or {}, attrs.get(keys.STUDY_REJECTED),
-                         [self._records[n] for n in sorted(self._records)], version)
+                         [self._records[n] for n in sorted(self._records)], version,
+                         confirmations=list(attrs.get(keys.STUDY_CONFIRMATIONS, [])), parents=dict(self._parents))
 
 
 def export_records(url: str, name: str, numbers: list[int]) -> tuple[optuna.Study, list[TrialRecord]]:

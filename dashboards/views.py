@@ -11,7 +11,7 @@ import yaml
 
 from tuners.outcomes import Outcome
 
-from . import importance, plots
+from . import importance, plots, study_views
 from .data import COST_METRICS, StudyData, knobs_of
 from .exporting import export_download
 from .text import md
@@ -80,6 +80,8 @@ def front_tab(data: StudyData, key: tuple) -> None:
                "trials are never on the front; a trial never trained is drawn at the edge of the metric's axis. "
                "Click a point to open it in Trial detail; click, box- or lasso-select points to add them to the "
                "selection (sidebar). Front points are labelled with their trial numbers.")
+    if data.parents:  # some points were trained with several seeds
+        study_views.seed_front_section(data, x, y)
     if len(metrics) > 2:
         _more_objectives(data, metrics)
 
@@ -144,7 +146,7 @@ def trials_tab(data: StudyData) -> None:
     descending = c2.toggle("Descending", value=maximised, key=f"sort_descending_{by}")
     shown = frame[mask].sort_values(by, ascending=not descending, na_position="last", kind="stable")
     columns = ["trial", "outcome", *data.metrics, *[c for c in sortable[1:] if c not in data.metrics],
-               *data.varying_knobs, "epochs", "wall_time", "failure"]
+               *data.varying_knobs, "seeds", "epochs", "wall_time", "failure"]
     st.session_state["table_numbers"] = shown["trial"].tolist()
     st.dataframe(shown[columns], hide_index=True, key="trials_table", selection_mode="multi-row",
                  on_select=lambda: _table_selected("trials_table", "table_numbers"))

@@ -64,10 +64,21 @@ class Constraint:
 
 
 @dataclass(frozen=True)
+class StopWhen:
+    """End a sweep once the front's hypervolume grew by at most ``tolerance`` (a fraction of it) over
+    the last ``window`` trials that used a place in the budget (``budget: {stop_when: ...}``)."""
+
+    window: int = 20
+    tolerance: float = 0.001
+
+
+@dataclass(frozen=True)
 class Budget:
     trials: int = 20
     epochs: int = 3  # training epochs per trial (the full budget; schedulers may stop earlier)
     time_s: float | None = None  # wall-clock limit of the whole sweep
+    stop_when: StopWhen | None = None  # None: the sweep runs its whole budget
+    front_seeds: int = 1  # seeds each trial on (or within the noise of) the front is trained with
 
 
 @dataclass(frozen=True)
@@ -290,7 +301,7 @@ def _budget(raw: Any, problems: list) -> Budget:
     out: dict[str, Any] = {}
     for key, value in raw.items():
         where = ("budget", key)
-        if key in ("trials", "epochs"):
+        if key in ("trials", "epochs", "front_seeds"):
             if not _is_int(value) or value < 1:
                 problems.append((where, f"must be an integer >= 1, got {shown(value)}"))
             else:
@@ -301,9 +312,35 @@ def _budget(raw: Any, problems: list) -> Budget:
                 problems.append((where, f"must be seconds or a duration like 90s, 30m, 2h, got {shown(value)}"))
             else:
                 out["time_s"] = seconds
+        elif key == "stop_when":
+            out["stop_when"] = _stop_when(value, problems)
         else:
-            problems.append((where, f"unknown key{did_you_mean(str(key), ('trials', 'epochs', 'time'))}"))
+            problems.append((where, f"unknown key{did_you_mean(str(key), BUDGET_KEYS)}"))
     return Budget(**out)
+
+
+BUDGET_KEYS = ("trials", "epochs", "time", "stop_when", "front_seeds")
+_STOP_WHEN_RULES: dict[str, tuple[str, Any]] = {
+    "window": ("an integer >= 2", lambda v: _is_int(v) and v >= 2),
+    "tolerance": ("a number >= 0 (a fraction of the hypervolume, e.g. 0.001)", lambda v: _is_number(v) and v >= 0),
+}
+
+
+def _stop_when(raw: Any, problems: list) -> StopWhen | None:
+    if not isinstance(raw, Mapping):
+        problems.append((("budget", "stop_when"), f"must be a mapping like {{window: 20, tolerance: 0.001}}, "
+                                                  f"got {shown(raw)}"))
+        return None
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        where = ("budget", "stop_when", key)
+        if key not in _STOP_WHEN_RULES:
+            problems.append((where, f"unknown key{did_you_mean(str(key), tuple(_STOP_WHEN_RULES))}"))
+        elif not _STOP_WHEN_RULES[key][1](value):
+            problems.append((where, f"must be {_STOP_WHEN_RULES[key][0]}, got {shown(value)}"))
+        else:
+            out[key] = value
+    return StopWhen(**out)
 
 
 def parse_duration(value: Any) -> float | None:

@@ -88,7 +88,7 @@ def test_front_points_equal_best_trials(seeded, monkeypatch):
     url, study = seeded
     at = run_app(url, monkeypatch)
     assert [t.label for t in at.tabs] == ["Pareto front", "Hypervolume", "Knob importance", "Trials",
-                                          "Trial detail", "Compare", "Export"]
+                                          "Trial detail", "Compare", "Export", "Confirmation", "Compare studies"]
     assert len(at.get("plotly_chart")) == 1 and all(df.key != "trials_table" for df in at.dataframe)  # one tab ran
     fig = chart(at, "front_chart")
     traces = {t["name"]: t for t in fig["data"]}

@@ -284,3 +284,31 @@ def test_front_labels_click_to_open_parallel_titles_and_knob_importance(lwnas_da
     assert bars and sorted(bars) == [f"{m}: which knobs matter" for m in ("accuracy", "madds", "params")], bars
     assert all(n >= 5 for n in bars.values()), bars
     assert "Traceback" not in browser.find_element("tag name", "body").text
+
+
+COMPARE_FRONTS = """
+const plot = [...document.querySelectorAll('.js-plotly-plot')].find(
+    p => ((p.layout.title || {}).text || '').replace(/<[^>]+>/g, '') === 'Pareto fronts');
+if (!plot) return null;
+return Object.fromEntries(plot.data.map((t, i) => [t.name, plot.querySelectorAll('.scatterlayer .trace')[i]
+    .querySelectorAll('.point').length]));
+"""
+
+
+def test_compare_studies_overlays_two_fronts(lwnas_dashboard, browser, tmp_path):
+    from dashboards.sample import seed_study
+    from tuners.pareto import pareto_front
+    from tuners.storage import record_of
+
+    url = f"sqlite:///{tmp_path / 'lwnas.db'}"
+    fronts = {}
+    for name, seed in (("lw", 1), ("acort", 2)):
+        study = seed_study(url, name=name, trials=40, seed=seed)
+        fronts[name] = len(pareto_front([record_of(t) for t in study.get_trials()], ["maximize", "minimize"]))
+    browser.get(lwnas_dashboard(url))
+    wait_text(browser, "Pareto front")
+    open_tab(browser, "Compare studies")
+    wait_text(browser, "reference params")
+    both = poll(browser, COMPARE_FRONTS, lambda s: len(s) == 2)
+    assert both == fronts, both  # every study of the task at first; each one's whole front drawn, one trace each
+    assert "Traceback" not in browser.find_element("tag name", "body").text

@@ -488,6 +488,44 @@ def test_constraints_accept_bare_numbers_and_yaml12_floats(tmp_path):
         budget: 20
         space: {d_model: 32}
         """, "budget", "budget:", ("must be a mapping like {trials: 20",)),
+    Case("stop-window-too-small", """
+        task: digits
+        objectives: [accuracy]
+        budget:
+          stop_when:
+            window: 1
+        space: {d_model: 32}
+        """, "budget.stop_when.window", "window:", ("must be an integer >= 2, got 1",)),
+    Case("stop-negative-tolerance", """
+        task: digits
+        objectives: [accuracy]
+        budget:
+          stop_when:
+            tolerance: -0.1
+        space: {d_model: 32}
+        """, "budget.stop_when.tolerance", "tolerance:", ("must be a number >= 0",)),
+    Case("stop-unknown-key", """
+        task: digits
+        objectives: [accuracy]
+        budget:
+          stop_when:
+            windw: 5
+        space: {d_model: 32}
+        """, "budget.stop_when.windw", "windw", ("unknown key (did you mean `window`?)",)),
+    Case("front-seeds-zero", """
+        task: digits
+        objectives: [accuracy]
+        budget:
+          front_seeds: 0
+        space: {d_model: 32}
+        """, "budget.front_seeds", "front_seeds:", ("must be an integer >= 1, got 0",)),
+    Case("stop-not-a-mapping", """
+        task: digits
+        objectives: [accuracy]
+        budget:
+          stop_when: 20
+        space: {d_model: 32}
+        """, "budget.stop_when", "stop_when:", ("must be a mapping like {window: 20",)),
 )
 def test_budget(tmp_path, case):
     run_case(tmp_path, case)
@@ -502,6 +540,18 @@ def test_budget_time_units(tmp_path):
         """)
     budget = load_study(path, task_family=task_family).budget
     assert (budget.trials, budget.epochs, budget.time_s) == (4, 2, 5400.0)
+    assert budget.stop_when is None
+
+
+def test_budget_stop_when_defaults(tmp_path):
+    path, _ = write(tmp_path, """
+        task: digits
+        objectives: [accuracy]
+        budget: {trials: 40, stop_when: {window: 5}}
+        space: {d_model: 32}
+        """)
+    stop = load_study(path, task_family=task_family).budget.stop_when
+    assert (stop.window, stop.tolerance) == (5, 0.001)
 
 
 @cases(

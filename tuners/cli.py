@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from .confirm_cli import confirm
 from .cost_report import CostFormat, cost_rows, render_cost
 from .dashboard_cli import dashboard
 from .space_cli import space_app
@@ -26,7 +27,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(space_app, name="space")
-for command in (sweep, resume, status, export, dashboard):
+for command in (sweep, resume, status, export, confirm, dashboard):
     app.command()(command)
 err = Console(stderr=True, soft_wrap=True)
 
@@ -116,29 +117,19 @@ def train(
     """Train a configuration in full (an exported or hand-written one) and write checkpoint.pt, metrics.json and
     the exact config.yaml used to --out."""
     from searchspace import ConfigError
-    from searchspace.files import load_config_file
-    from trainers.checkpoint import save_run
-    from trainers.loop import TrainingError, TrainSettings
-    from trainers.loop import train as run_training
-    from trainers.tasks import resolve_task
+    from trainers.loop import TrainingError
 
-    from .config_task import file_task
+    from .train_file import train_config_file
 
     try:
-        f = load_config_file(config)
         overrides = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, seed=seed,
                                             threads=threads, device=device).items() if v is not None}
-        settings = TrainSettings.from_dict({**(f.metadata.get("training") or {}), **overrides})
-        task_name, task_options = file_task(f, task, data)
-        the_task = resolve_task(task_name, **task_options)
-        result = run_training(f.config, the_task, settings)
+        result, _ = train_config_file(config, task, data, overrides, out)
     except ConfigError as exc:
         _exit_on_config_error(exc)
     except (ValueError, TrainingError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from None
-    provenance = f.metadata.get("provenance")
-    save_run(result, out, task_options, provenance, task=task_name)
     summary = ", ".join(f"{k} {v:.4f}" for k, v in result.test.items())
     err.print(f"trained {result.task} in {result.wall_time:.1f}s: test {summary}; params {result.params:,}")
     err.print(f"wrote {out}/checkpoint.pt, metrics.json, config.yaml; re-evaluate with: lwnas evaluate "

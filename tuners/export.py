@@ -22,7 +22,7 @@ from searchspace.study import Study, StudyError, path_component, study_from_dict
 from . import storage as keys
 from .objectives import direction_names
 from .outcomes import Outcome
-from .pareto import pareto_front
+from .seeds import front_entry, pareto_front_groups, seed_groups
 from .storage import TrialRecord, record_of
 from .study_check import task_family
 from .record import trial_seed, trial_training
@@ -38,9 +38,11 @@ def select_trials(ot_study: optuna.Study, which: str, infeasible: bool = False) 
     The front never holds an infeasible trial; a trial number naming one is refused unless
     ``infeasible`` asks for it (its -inf value was never measured, and its point breaks a constraint).
     """
-    records = {t.number: record_of(t) for t in ot_study.get_trials(deepcopy=False)}
-    if which.strip() == "pareto":
-        return pareto_front(list(records.values()), direction_names(ot_study.directions))
+    trials = ot_study.get_trials(deepcopy=False)
+    records = {t.number: record_of(t) for t in trials}
+    if which.strip() == "pareto":  # the front of the seed means; each point exported as its first trial
+        return [records[g.number] for g in pareto_front_groups(seed_groups(trials),
+                                                               direction_names(ot_study.directions))]
     try:
         numbers = [int(n) for n in which.split(",") if n.strip()]
     except ValueError:
@@ -103,6 +105,11 @@ def export_text(ot_study: optuna.Study, record: TrialRecord) -> str:
                   "state": record.state, "outcome": record.outcome, "values": dict(zip(names, record.values or [])),
                   "costs": record.costs, "params": record.params,
                   "lwnas_version": ot_study.user_attrs.get(keys.STUDY_VERSION, "unknown")}
+    group = next((g for g in seed_groups(ot_study.get_trials(deepcopy=False)) if g.number == record.number), None)
+    # (only the trial that stands for a point carries its seeds; a repeat exported by number is one run)
+    if group is not None and group.seeds > 1:  # trained with several seeds (budget.front_seeds)
+        entry = front_entry(group, names)
+        provenance["seeds"] = {k: entry[k] for k in ("seeds", "seed_trials", "mean", "std")}
     task_section = {"task": task, **({"task_options": task_options} if task_options else {})}
     return dump_config(config, keys.plain({**task_section, "training": training, "provenance": provenance}))
 

@@ -23,8 +23,8 @@ from rich.table import Table
 from searchspace.study import Study
 
 from .objectives import direction_names
-from .pareto import pareto_front
-from .storage import record_of, storage_arg
+from .seeds import pareto_front_groups, seed_groups
+from .storage import storage_arg
 from .trainable import NUMBER
 
 
@@ -121,19 +121,21 @@ class SweepProgress(Callback):
 
 
 def print_front(ot_study: optuna.Study, study: Study | None, out: Console) -> None:
-    records = [record_of(t) for t in ot_study.get_trials(deepcopy=False)]
     names = ot_study.metric_names or [f"objective {i}" for i in range(len(ot_study.directions))]
     directions = direction_names(ot_study.directions)
-    front = pareto_front(records, directions)
+    front = pareto_front_groups(seed_groups(ot_study.get_trials(deepcopy=False)), directions)  # on seed means
     trials = "1 trial" if len(front) == 1 else f"{len(front)} trials"
     table = Table(title=f"Pareto front of {ot_study.study_name} ({trials})")
     table.add_column("trial", justify="right")
     for n, d in zip(names, directions):
         table.add_column(f"{n} ({'max' if d == 'maximize' else 'min'})", justify="right")
+    table.add_column("seeds", justify="right")
     table.add_column("knobs")
-    for r in front:
+    for g in front:
+        r = g.record
         shown = ", ".join(f"{k}={v}" for k, v in r.params.items() if not isinstance(v, float))
-        table.add_row(str(r.number), *(_fmt(v) for v in r.values), escape(shown))
+        cells = [_fmt(v) + (f" ± {_fmt(s)}" if s else "") for v, s in zip(r.values, g.std)]
+        table.add_row(str(r.number), *cells, str(g.seeds), escape(shown))
     out.print(table)
 
 

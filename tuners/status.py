@@ -6,25 +6,42 @@ from typing import Any
 
 import optuna
 
+from searchspace.study import Budget
+
 from . import storage as keys
+from .budget import ended
 from .objectives import direction_names
-from .pareto import hypervolume, pareto_front, reference_point
+from .pareto import hypervolume, reference_point
+from .seeds import front_entry, pareto_front_groups, seed_groups
 from .storage import record_of
 
 
 def study_status(ot_study: optuna.Study) -> dict[str, Any]:
-    records = [record_of(t) for t in ot_study.get_trials(deepcopy=False)]
+    trials = ot_study.get_trials(deepcopy=False)
+    records = [record_of(t) for t in trials]
     names = ot_study.metric_names or [f"objective_{i}" for i in range(len(ot_study.directions))]
     directions = direction_names(ot_study.directions)
     objectives = list(zip(names, directions))
     outcomes: dict[str, int] = {}
     for r in records:
         outcomes[r.outcome] = outcomes.get(r.outcome, 0) + 1
-    ref = reference_point(records, objectives)
+    # the front and hypervolume of the seed means (one point per trial where no trial was repeated)
+    groups = seed_groups(trials)
+    means = [g.record for g in groups]
+    ref = reference_point(means, objectives)
     timed = [r.wall_time for r in records if r.wall_time is not None]
-    front = pareto_front(records, directions)
+    front = pareto_front_groups(groups, directions)
     return {"study": ot_study.study_name, "trials": len(records), "outcomes": outcomes, "objectives": names,
-            "directions": directions, "reference_point": ref, "hypervolume": hypervolume(records, objectives, ref),
-            "front": [{"trial": r.number, "values": r.values, "params": r.params} for r in front],
+            "directions": directions, "reference_point": ref, "hypervolume": hypervolume(means, objectives, ref),
+            "front": [front_entry(g, names) for g in front],
             "seconds_per_trial": sum(timed) / len(timed) if timed else None, "timed_trials": len(timed),
-            "rejected": ot_study.user_attrs.get(keys.STUDY_REJECTED)}
+            "rejected": ot_study.user_attrs.get(keys.STUDY_REJECTED), **budget_status(ot_study)}
+
+
+def budget_status(ot_study: optuna.Study) -> dict[str, Any]:
+    """The budget in force, its raises, why the last driver ended (None before lwnas recorded it), and the
+    runs of `lwnas confirm`."""
+    spec_budget = (ot_study.user_attrs.get(keys.STUDY_SPEC) or {}).get("budget") or {}
+    budget = ot_study.user_attrs.get(keys.STUDY_BUDGET, spec_budget.get("trials", Budget().trials))
+    return {"budget": budget, "budget_changes": ot_study.user_attrs.get(keys.STUDY_BUDGET_CHANGES, []),
+            "ended": ended(ot_study), "confirmations": ot_study.user_attrs.get(keys.STUDY_CONFIRMATIONS, [])}

@@ -27,6 +27,13 @@ STUDY_SPEC = "lwnas:study"  # the study file as a plain dict (name, task, object
 STUDY_OBJECTIVES = "lwnas:objectives"  # [[metric, direction], ...] in Optuna's value order
 STUDY_REJECTED = "lwnas:rejected"  # {"checked": n, "rejected": m, "reasons": {constraint: count}}
 STUDY_VERSION = "lwnas:version"
+# -- sweep budget and end (tuners/budget.py), confirmations (tuners/confirm.py), seed repeats --
+STUDY_BUDGET = "lwnas:budget"  # the trial budget in force (the study file's, or as `--trials` set or raised it)
+STUDY_BUDGET_CHANGES = "lwnas:budget_changes"  # [{"from": 20, "to": 40, "at": ISO time, "counted": 20}, ...]
+STUDY_ENDED = "lwnas:ended"  # why the last driver ended: {"reason": ..., "detail": ..., "at": ..., "counted": n}
+STUDY_CONFIRMATIONS = "lwnas:confirmations"  # `lwnas confirm` runs (tuners/confirm.py), by trial number
+SEED_OF = "seed_of"  # trial attribute: the trial whose point this one retrains with another seed (tuners/seeds.py)
+# -- end --
 # trial user attributes
 # (the planned trial, tuners/record.py: what the worker trains)
 CONFIG = "config"  # the full ArchConfig as a dict, adapted to the task

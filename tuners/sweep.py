@@ -104,6 +104,7 @@ def open_study_storage(study: Study, options: SweepOptions, resume: bool, storag
     ot_study.set_user_attr(keys.STUDY_SPEC, keys.plain({**study.source, "name": name}))
     ot_study.set_user_attr(keys.STUDY_OBJECTIVES, [[o.metric, o.direction] for o in study.objectives])
     ot_study.set_user_attr(keys.STUDY_VERSION, _version())
+    ot_study.set_user_attr(keys.STUDY_BUDGET, options.trials or study.budget.trials)  # `lwnas resume` keeps it
     for seed_name, params in study.seed_configs.items():
         ot_study.enqueue_trial(params, user_attrs={keys.SEED_CONFIG: seed_name}, skip_if_exists=True)
     return ot_study
@@ -125,8 +126,9 @@ def requeue_interrupted(ot_study: optuna.Study, storage: Any) -> list[int]:
         storage.set_trial_user_attr(trial_id, keys.FAILURE, "the sweep's driver stopped while it ran; re-queued")
         storage.set_trial_state_values(trial_id, optuna.trial.TrialState.FAIL)
         attrs = {keys.REQUEUED_FROM: trial.number}
-        if keys.SEED_CONFIG in trial.user_attrs:
-            attrs[keys.SEED_CONFIG] = trial.user_attrs[keys.SEED_CONFIG]
+        for key in (keys.SEED_CONFIG, keys.SEED_OF):  # what the trial evaluates: a seed config, a seed repeat
+            if key in trial.user_attrs:
+                attrs[key] = trial.user_attrs[key]
         ot_study.enqueue_trial(trial.params, user_attrs=attrs)
         requeued.append(trial.number)
     return requeued
@@ -165,6 +167,8 @@ def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, storage:
     """The sweep itself, run while this driver holds the study's lease."""
     from ray import tune
 
+    from .budget import Ended, budget_in_force, counted_at_last_raise, raise_budget, record_end
+    from .front_stop import StopWhenFrontStalls, stalled_in_storage
     from .lease import LeaseStopper
     from .mo_asha import MOASHA
     from .progress import SweepProgress, ray_logs_to
@@ -174,10 +178,22 @@ def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, storage:
     requeued = requeue_interrupted(ot_study, storage) if resume else []
     if requeued:
         out.print(f"re-queued trials interrupted by the last driver: {requeued}")
-    budget = options.trials or study.budget.trials
+    if resume and options.trials is not None:
+        change = raise_budget(ot_study, study, options.trials, counted_trials(ot_study))
+        if change:
+            out.print(f"budget raised from {change['from']} to {change['to']} trials")
+    budget = budget_in_force(ot_study, study)
     remaining = budget - counted_trials(ot_study)
     if remaining <= 0:
-        out.print(f"study {ot_study.study_name!r} already has its {budget} trials")
+        out.print(f"study {ot_study.study_name!r} already has its {budget} trials; grow it with: "
+                  f"lwnas resume {shlex.quote(ot_study.study_name)} --trials N")
+        return ot_study
+    rule, since = study.budget.stop_when, counted_at_last_raise(ot_study)
+    stalled = stalled_in_storage(ot_study, rule, since) if rule is not None else None
+    if stalled:  # a resumed sweep whose front had already stopped moving stays ended
+        record_end(ot_study, Ended.FRONT_STALLED, stalled, counted_trials(ot_study))
+        out.print(f"study {ot_study.study_name!r} ended: {stalled}; grow it with: "
+                  f"lwnas resume {shlex.quote(ot_study.study_name)} --trials N")
         return ot_study
     task = make_task(study)
     static = StaticCosts(study, task)
@@ -190,6 +206,12 @@ def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, storage:
             raise SweepError(str(exc)) from None
     else:
         searcher = StudySearcher(study, ot_study, static, storage)
+    if study.budget.front_seeds > 1:
+        from .seed_repeats import SeedRepeats
+
+        searcher = SeedRepeats(searcher, ot_study, study.budget.front_seeds)
+    if rule is not None:
+        searcher = StopWhenFrontStalls(searcher, ot_study, rule, since)
     scheduler = MOASHA.for_study(study) if study.tuner.scheduler == "mo-asha" else None
     concurrent = options.max_concurrent or study.tuner.max_concurrent
     _init_ray(options.address, study)
@@ -210,6 +232,7 @@ def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, storage:
                                   failure_config=tune.FailureConfig(max_failures=study.tuner.max_failures)))
     out.print(f"sweep {ot_study.study_name!r}: {remaining} trials, up to {concurrent} at a time, "
               f"{study.tuner.sampler} sampler, scheduler {study.tuner.scheduler}; storage {masked(options.storage)}")
+    started = time.monotonic()
     try:
         # Ray prints its banners to stdout (keep stdout for results), failed trials' tracebacks go to the log
         # file, and its interrupt advice that contradicts `lwnas resume` is dropped
@@ -222,13 +245,17 @@ def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, storage:
                    else "Let the driver that holds it now finish, or stop it and resume from here")
             raise StorageError(f"the sweep stopped: {lease.lost}. {fix}")
         done = counted_trials(ot_study)
-        progress.finish(interrupted=done < budget, storage=options.storage)
+        stalled = searcher.reason if isinstance(searcher, StopWhenFrontStalls) and done < budget else None
+        if stalled:
+            out.print(f"the sweep ended before its budget: {stalled}", highlight=False)
+        progress.finish(interrupted=done < budget and not stalled, storage=options.storage)
+        record_end(ot_study, *_why_ended(done, budget, stalled, study, time.monotonic() - started), done)
     except Exception as exc:  # noqa: BLE001 - sorted below: a user's problem is one line, a bug keeps its traceback
         reported = _user_error(exc, options.storage, ot_study)
         if reported is exc:
             raise
         raise reported from None
-    if done < budget:
+    if done < budget and not stalled:
         raise SweepIncomplete(f"{done} of {budget} trials done: the sweep stopped before its budget was spent")
     return ot_study
 
@@ -236,6 +263,19 @@ def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, storage:
 def trial_dirname(trial: Any) -> str:
     """A Ray trial's folder: its Optuna number (Ray's default name lists the whole config, record included)."""
     return f"trial-{trial.config.get(NUMBER, 'x')}-{trial.trial_id}"
+
+
+def _why_ended(done: int, budget: int, stalled: str | None, study: Study, seconds: float):
+    """(reason, detail) of a driver whose Tune run returned."""
+    from .budget import Ended
+
+    if done >= budget:
+        return Ended.BUDGET, f"{done} of {budget} trials done"
+    if stalled:
+        return Ended.FRONT_STALLED, stalled
+    if study.budget.time_s is not None and seconds >= study.budget.time_s:
+        return Ended.TIME, f"budget.time ({study.budget.time_s:g} s) ran out after {done} of {budget} trials"
+    return Ended.STOPPED, f"stopped after {done} of {budget} trials"
 
 
 def _user_error(exc: Exception, url: str, ot_study: optuna.Study) -> Exception:

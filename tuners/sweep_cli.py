@@ -95,15 +95,20 @@ def resume(
     storage: Storage = DEFAULT_STORAGE,
     address: Annotated[Optional[str], typer.Option("--address", help="Address of an existing Ray cluster.")] = None,
     max_concurrent: Annotated[Optional[int], typer.Option(help="Trials running at once.")] = None,
+    trials: Annotated[Optional[int], typer.Option(
+        help="Raise the study's budget to this many trials in all (it never shrinks), recorded on the study; "
+             "a finished sweep goes on from its stored trials.")] = None,
 ) -> None:
     """Continue a sweep whose driver stopped (Ctrl-C, kill, restart): finished trials are kept, trials that
-    were running are re-queued, and the rest of the budget runs."""
+    were running are re-queued, and the rest of the budget runs. With --trials N, grow a finished sweep."""
     from searchspace.study import StudyError, study_from_dict
 
     from . import storage as keys
     from .study_check import task_family
     from .sweep import SweepOptions, run_sweep
 
+    if trials is not None and trials < 1:
+        _fail(f"--trials must be an integer >= 1, got {trials}", code=2)
     ot_study = _load_ot_study(name, storage)
     spec = ot_study.user_attrs.get(keys.STUDY_SPEC)
     if not spec:
@@ -112,8 +117,8 @@ def resume(
         study = study_from_dict(spec, task_family=task_family)
     except StudyError as exc:
         _fail("; ".join(f"{w}: {m}" for w, m in exc.problems))
-    run_sweep(study, SweepOptions(storage=storage, address=address, max_concurrent=max_concurrent, name=name),
-              resume=True)
+    run_sweep(study, SweepOptions(storage=storage, address=address, max_concurrent=max_concurrent, name=name,
+                                  trials=trials), resume=True)
 
 
 def status(
@@ -140,6 +145,10 @@ def status(
                   f"({', '.join(f'{k}: {v}' for k, v in s['rejected']['reasons'].items())})", highlight=False)
     ref = ", ".join(f"{m} {v:g}" for m, v in zip(s["objectives"], s["reference_point"]))
     out.print(f"hypervolume {s['hypervolume']:.6g} (reference point: {ref})", highlight=False)
+    out.print(f"budget {s['budget']} trials" + "".join(
+        f"; raised from {c['from']} to {c['to']} at {c['at']}" for c in s["budget_changes"]), highlight=False)
+    if s["ended"]:
+        out.print(f"ended ({s['ended']['reason']}, {s['ended']['at']}): {s['ended']['detail']}", highlight=False)
     if s["seconds_per_trial"] is not None:
         out.print(f"time per trained trial: {s['seconds_per_trial']:.1f} s (mean of {s['timed_trials']})",
                   highlight=False)

@@ -1,0 +1,59 @@
+"""Several studies of one task side by side: their fronts overlaid, each one's hypervolume measured from
+one reference point that stays fixed while the studies grow (so the numbers compare across studies and
+across refreshes). Reads storage only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tuners import storage as keys
+from tuners.objectives import reference_point as objective_reference_point
+from tuners.pareto import front_candidates, hypervolume, pareto_front
+from tuners.storage import TrialRecord, record_of
+
+from .data import connect, objectives_of
+
+
+@dataclass
+class StudyFront:
+    name: str
+    records: list[TrialRecord]
+    front: list[TrialRecord]
+
+
+def comparable_studies(url: str, task: str, objectives: list[tuple[str, str]]) -> list[str]:
+    """Studies in ``url`` of ``task`` with the same objectives (metric and direction, in order)."""
+    storage = connect(url)
+    names = []
+    for frozen in storage.get_all_studies():
+        spec = frozen.user_attrs.get(keys.STUDY_SPEC) or {}
+        if spec.get("task") == task and objectives_of(storage, frozen.study_name, frozen.user_attrs,
+                                                      frozen.directions) == objectives:
+            names.append(frozen.study_name)
+    return sorted(names)
+
+
+def study_fronts(url: str, names: list[str], objectives: list[tuple[str, str]]) -> list[StudyFront]:
+    """Each study's records and its Pareto front (``tuners.pareto``, as `lwnas status` computes it)."""
+    storage = connect(url)
+    directions = [d for _, d in objectives]
+    out = []
+    for name in names:
+        trials = storage.get_all_trials(storage.get_study_id_from_name(name), deepcopy=False)
+        records = [record_of(t) for t in trials]
+        out.append(StudyFront(name, records, pareto_front(records, directions)))
+    return out
+
+
+def shared_reference_point(fronts: list[StudyFront], objectives: list[tuple[str, str]]) -> list[float]:
+    """The reference point of the union of the studies' candidate trials (``tuners.objectives``' rule)."""
+    values = [r.values for f in fronts for r in front_candidates(f.records)]
+    return objective_reference_point(values, [d for _, d in objectives])
+
+
+def hypervolume_table(fronts: list[StudyFront], objectives: list[tuple[str, str]],
+                      ref: list[float]) -> list[dict[str, Any]]:
+    """One row per study: trials, front size and hypervolume measured from ``ref``."""
+    return [{"study": f.name, "trials": len(f.records), "on the front": len(f.front),
+             "hypervolume": hypervolume(f.records, objectives, ref)} for f in fronts]
