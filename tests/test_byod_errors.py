@@ -197,3 +197,14 @@ def test_a_question_without_words(tmp_path):
     questions.write_text(json.dumps(doc))
     qid = doc["questions"][2]["question_id"]
     assert refused("vqa", data) == f"vqa: {questions}: questions[2]: question {qid} has no words"
+
+
+@pytest.mark.parametrize("sentence", [{"raw": "..."}, {"tokens": []}])
+def test_a_caption_without_words(tmp_path, sentence):
+    data = byod_data.captions(tmp_path / "caps")
+    path = data / "dataset_coco.json"
+    doc = json.loads(path.read_text())
+    val = next(i for i, image in enumerate(doc["images"]) if image["split"] == "val")
+    doc["images"][val]["sentences"][1] = sentence
+    path.write_text(json.dumps(doc))
+    assert refused("captions", data) == f"captions: {path}: images[{val}].sentences[1] has no words"
