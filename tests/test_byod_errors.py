@@ -229,3 +229,13 @@ def test_image_data_too_small_to_split(tmp_path):
     assert refused("cifar", data) == (
         f"cifar: {data}: the val split is empty (4 train, 0 val, 1 test images); 10% of each class of the "
         f"training batches is validation, so a class needs 5 training images to give it one")
+
+
+def test_lwnas_train_names_the_file_of_a_task_option_it_refuses(tmp_path):
+    data = byod_data.image_folder(tmp_path / "img")
+    config = tmp_path / "enc.yaml"
+    config.write_text(yaml.safe_dump({"family": "encoder", "d_model": 16, "heads": 2, "layers": 1,
+                                      "task": "image-folder", "task_options": {"image_size": 16, "patch": 5}}))
+    done = lwnas(tmp_path, "train", config, "--data", data, "--out", tmp_path / "run")
+    assert done.returncode == 2
+    assert one_error(done) == f"error {config}: task_options.patch: must divide the image size 16, got 5"

@@ -120,9 +120,8 @@ def train(
     from trainers.checkpoint import save_run
     from trainers.loop import TrainingError, TrainSettings
     from trainers.loop import train as run_training
-    from trainers.tasks import resolve_task
 
-    from .config_task import file_task
+    from .config_task import file_task, file_task_built
 
     try:
         f = load_config_file(config)
@@ -130,7 +129,7 @@ def train(
                                             threads=threads, device=device).items() if v is not None}
         settings = TrainSettings.from_dict({**(f.metadata.get("training") or {}), **overrides})
         task_name, task_options = file_task(f, task, data)
-        the_task = resolve_task(task_name, **task_options)
+        the_task = file_task_built(f, task_name, task_options)
         result = run_training(f.config, the_task, settings)
     except ConfigError as exc:
         _exit_on_config_error(exc)
