@@ -193,3 +193,17 @@ def test_an_hdf5_file_without_image_ids_is_refused(tmp_path):
         resolve_task("vqa", path=str(data))
     assert str(info.value) == (f"{data / 'features.h5'}: holds no image ids (expected a dataset `image_ids` or `ids`; "
                                f"found boxes, features, image_h, image_w, num_boxes)")
+
+
+@pytest.mark.parametrize("name", ["num_boxes", "image_w"])
+def test_an_hdf5_file_whose_per_image_numbers_do_not_match_its_images_is_refused(tmp_path, name):
+    import h5py
+
+    data = byod_data.vqa(tmp_path / "vqa", hdf5=True)
+    with h5py.File(data / "features.h5", "a") as f:
+        del f[name]
+        f[name] = np.full(3, 5)
+    with pytest.raises(ValueError) as info:
+        resolve_task("vqa", path=str(data))
+    assert str(info.value) == (f"{data / 'features.h5'}: `{name}` must be 12 numbers (one per row of `features`), "
+                               f"found shape (3,) of int64")
