@@ -193,3 +193,15 @@ def test_a_study_written_the_old_way_still_reads(tmp_path):
     # completed from the recorded study as its driver did: seed = study seed + number, threads, budget epochs
     assert meta["task"] == "digits" and meta["training"] == {"threads": 1, "batch_size": 64, "lr": 0.003,
                                                              "epochs": 2, "seed": 1}
+
+
+def test_the_dashboard_tabulates_the_records_a_sweep_stored(swept):
+    from dashboards.data import StudyData
+
+    trials, _ = swept
+    records = [record_of(t) for t in trials.values()]
+    data = StudyData(NAME, [("accuracy", "maximize"), ("params", "minimize")], {}, None, records)
+    frame = data.frame  # a knob named like one of the table's own columns would duplicate it
+    assert frame.columns.is_unique, list(frame.columns)
+    assert list(frame["epochs"]) == [len(r.epochs) for r in records] == [EPOCHS] * TRIALS
+    assert {"d_model", "lr", "batch_size"} <= set(data.knobs) and "seed" not in data.knobs
