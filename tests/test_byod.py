@@ -120,7 +120,8 @@ def test_where_the_data_folder_takes_no_cache_it_goes_under_lwnas_cache(tmp_path
 
 
 # ---- one small sweep per layout, through `lwnas sweep` on SQLite --------------------------------------------
-SWEPT = {"image-folder": "accuracy", "cifar": "accuracy", "vqa": "vqa_accuracy", "captions": "bleu4"}
+SWEPT = {"image-folder": "accuracy", "cifar": "accuracy", "vqa": "vqa_accuracy", "captions": "bleu4",
+         "caption-retrieval": "mrr"}
 
 
 @pytest.mark.parametrize("task", list(SWEPT))
