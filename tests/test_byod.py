@@ -208,3 +208,20 @@ def test_an_hdf5_file_whose_per_image_numbers_do_not_match_its_images_is_refused
         resolve_task("vqa", path=str(data))
     assert str(info.value) == (f"{data / 'features.h5'}: `{name}` must be 12 numbers (one per row of `features`), "
                                f"found shape (3,) of int64")
+
+
+def test_caption_json_with_non_ascii_text_reads_under_any_locale(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    data = byod_data.captions(tmp_path / "caps")
+    path = data / "dataset_coco.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["images"][0]["sentences"][0]["raw"] = "A café cat sitting on a bench."
+    path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")  # JSON is UTF-8
+    # the C locale without UTF-8 mode: Path.read_text would decode as ASCII
+    env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    code = f"from trainers.tasks import resolve_task; print(resolve_task('captions', path={str(data)!r}).name)"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "captions", done.stderr[-2000:]
