@@ -124,7 +124,8 @@ def plot_value(record: TrialRecord, index: int, metric: str) -> float:
 
 
 # training settings a record holds that are the sweep's bookkeeping, not a knob a study searches
-RUN_SETTINGS = ("seed",)
+# (`epochs` is the study's budget; the table's own `epochs` column is the epochs a trial trained)
+RUN_SETTINGS = ("seed", "epochs")
 
 
 def knobs_of(record: TrialRecord) -> dict[str, Any]:

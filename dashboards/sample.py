@@ -15,6 +15,7 @@ import argparse
 import datetime as dt
 import math
 import warnings
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -22,10 +23,12 @@ import optuna
 from optuna.trial import TrialState
 
 from searchspace.convert import optuna_search_space
+from searchspace.knobs import TRAINING
 from searchspace.space import SearchSpace
 from tuners import storage as keys
 from tuners.objectives import worst_value
 from tuners.outcomes import Outcome
+from tuners.record import TrialRecord, trial_seed, trial_training
 
 MAX_PARAMS = 80_000  # the constraint: larger points are infeasible and never trained
 EPOCHS = 10
@@ -42,6 +45,9 @@ SPACE = SearchSpace.from_dict({
     "grid": [4, 4], "patch_features": 4, "num_classes": 10,
 }, family="encoder")
 DISTRIBUTIONS = optuna_search_space(SPACE)
+STUDY_SEED = 0
+# what trial_training reads of the study: the sample study's training section, epochs and seed
+SETTINGS = SimpleNamespace(training={"batch_size": 64, "threads": 1}, budget=SimpleNamespace(epochs=EPOCHS))
 FAILURES = ("loss became NaN at epoch {e}", "the trial's worker died (see Ray's log)",
             "out of memory at epoch {e}")
 
@@ -51,8 +57,8 @@ def study_spec(name: str, objectives: tuple[str, ...]) -> dict[str, Any]:
     return {"name": name, "description": "synthetic trials (dashboards.sample): nothing was trained",
             "task": "digits", "objectives": [{"metric": m, "direction": DIRECTIONS[m]} for m in objectives],
             "constraints": {"params": {"max": MAX_PARAMS}}, "budget": {"trials": 16, "epochs": EPOCHS},
-            "tuner": {"sampler": "nsga2", "scheduler": "none", "max_concurrent": 2, "seed": 0},
-            "training": {"batch_size": 64, "threads": 1}, "space": {"d_model": {"choice": [32, 64]}}}
+            "tuner": {"sampler": "nsga2", "scheduler": "none", "max_concurrent": 2, "seed": STUDY_SEED},
+            "training": SETTINGS.training, "space": {"d_model": {"choice": [32, 64]}}}
 
 
 def draw_params(rng: np.random.Generator) -> dict[str, Any]:
@@ -110,8 +116,12 @@ def make_trial(number: int, objectives: tuple[str, ...], rng: np.random.Generato
                    else Outcome.PRUNED if u < 0.15 else Outcome.COMPLETE)
     outcome = Outcome(outcome)
     point = SPACE.resolve(p)
-    attrs: dict[str, Any] = {keys.CONFIG: point.config.to_dict(), keys.TRAINING: point.training, keys.COSTS: costs,
-                             keys.OUTCOME: outcome.value, keys.HOST: "sample-host"}
+    # the record the driver plans (tuners/searcher.py): every training setting, the task and the seed
+    seed = trial_seed(STUDY_SEED, number)
+    training = {**{k.name: k.default for k in TRAINING}, **trial_training(SETTINGS, point.training, seed, 1)}
+    record = TrialRecord(number=number, config=point.config.to_dict(), training=training, task="digits", seed=seed,
+                         costs=costs)
+    attrs: dict[str, Any] = {**keys.planned_attrs(record), keys.OUTCOME: outcome.value, keys.HOST: "sample-host"}
     if number == 0:
         attrs[keys.SEED_CONFIG] = "baseline"
     state, values, epochs = TrialState.COMPLETE, None, []

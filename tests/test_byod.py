@@ -120,7 +120,8 @@ def test_where_the_data_folder_takes_no_cache_it_goes_under_lwnas_cache(tmp_path
 
 
 # ---- one small sweep per layout, through `lwnas sweep` on SQLite --------------------------------------------
-SWEPT = {"image-folder": "accuracy", "cifar": "accuracy", "vqa": "vqa_accuracy", "captions": "bleu4"}
+SWEPT = {"image-folder": "accuracy", "cifar": "accuracy", "vqa": "vqa_accuracy", "captions": "bleu4",
+         "caption-retrieval": "mrr"}
 
 
 @pytest.mark.parametrize("task", list(SWEPT))
@@ -193,3 +194,34 @@ def test_an_hdf5_file_without_image_ids_is_refused(tmp_path):
         resolve_task("vqa", path=str(data))
     assert str(info.value) == (f"{data / 'features.h5'}: holds no image ids (expected a dataset `image_ids` or `ids`; "
                                f"found boxes, features, image_h, image_w, num_boxes)")
+
+
+@pytest.mark.parametrize("name", ["num_boxes", "image_w"])
+def test_an_hdf5_file_whose_per_image_numbers_do_not_match_its_images_is_refused(tmp_path, name):
+    import h5py
+
+    data = byod_data.vqa(tmp_path / "vqa", hdf5=True)
+    with h5py.File(data / "features.h5", "a") as f:
+        del f[name]
+        f[name] = np.full(3, 5)
+    with pytest.raises(ValueError) as info:
+        resolve_task("vqa", path=str(data))
+    assert str(info.value) == (f"{data / 'features.h5'}: `{name}` must be 12 numbers (one per row of `features`), "
+                               f"found shape (3,) of int64")
+
+
+def test_caption_json_with_non_ascii_text_reads_under_any_locale(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    data = byod_data.captions(tmp_path / "caps")
+    path = data / "dataset_coco.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["images"][0]["sentences"][0]["raw"] = "A café cat sitting on a bench."
+    path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")  # JSON is UTF-8
+    # the C locale without UTF-8 mode: Path.read_text would decode as ASCII
+    env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    code = f"from trainers.tasks import resolve_task; print(resolve_task('captions', path={str(data)!r}).name)"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "captions", done.stderr[-2000:]

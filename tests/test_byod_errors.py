@@ -197,3 +197,45 @@ def test_a_question_without_words(tmp_path):
     questions.write_text(json.dumps(doc))
     qid = doc["questions"][2]["question_id"]
     assert refused("vqa", data) == f"vqa: {questions}: questions[2]: question {qid} has no words"
+
+
+@pytest.mark.parametrize("sentence", [{"raw": "..."}, {"tokens": []}])
+def test_a_caption_without_words(tmp_path, sentence):
+    data = byod_data.captions(tmp_path / "caps")
+    path = data / "dataset_coco.json"
+    doc = json.loads(path.read_text())
+    val = next(i for i, image in enumerate(doc["images"]) if image["split"] == "val")
+    doc["images"][val]["sentences"][1] = sentence
+    path.write_text(json.dumps(doc))
+    assert refused("captions", data) == f"captions: {path}: images[{val}].sentences[1] has no words"
+
+
+def test_image_data_too_small_to_split(tmp_path):
+    # 4 images a class: the 80/10/10 split of each class gives val none
+    data = byod_data.image_folder(tmp_path / "img", per_class=4)
+    assert refused("image-folder", data, image_size=16) == (
+        f"image-folder: {data}: the val split is empty (9 train, 0 val, 3 test images); each class is split "
+        f"80/10/10, so a class needs 8 images to give val and test one each")
+    # train/ and val/ without test/: one val image a class cannot be halved into val and test
+    data = byod_data.image_folder(tmp_path / "split", splits=True)
+    for folder in (data / "val").iterdir():
+        for image in sorted(folder.iterdir())[1:]:
+            image.unlink()
+    assert refused("image-folder", data, image_size=16) == (
+        f"image-folder: {data}: the val split is empty (21 train, 0 val, 3 test images); without a test folder "
+        f"each class of val is halved into val and test, so it needs 2 images")
+    # CIFAR batches with 2 training images a class: 10% of each class gives val none
+    data = byod_data.cifar(tmp_path / "cifar", per_batch=2)
+    assert refused("cifar", data) == (
+        f"cifar: {data}: the val split is empty (4 train, 0 val, 1 test images); 10% of each class of the "
+        f"training batches is validation, so a class needs 5 training images to give it one")
+
+
+def test_lwnas_train_names_the_file_of_a_task_option_it_refuses(tmp_path):
+    data = byod_data.image_folder(tmp_path / "img")
+    config = tmp_path / "enc.yaml"
+    config.write_text(yaml.safe_dump({"family": "encoder", "d_model": 16, "heads": 2, "layers": 1,
+                                      "task": "image-folder", "task_options": {"image_size": 16, "patch": 5}}))
+    done = lwnas(tmp_path, "train", config, "--data", data, "--out", tmp_path / "run")
+    assert done.returncode == 2
+    assert one_error(done) == f"error {config}: task_options.patch: must divide the image size 16, got 5"

@@ -193,3 +193,30 @@ def test_a_study_written_the_old_way_still_reads(tmp_path):
     # completed from the recorded study as its driver did: seed = study seed + number, threads, budget epochs
     assert meta["task"] == "digits" and meta["training"] == {"threads": 1, "batch_size": 64, "lr": 0.003,
                                                              "epochs": 2, "seed": 1}
+
+
+def test_the_dashboard_tabulates_the_records_a_sweep_stored(swept):
+    from dashboards.data import StudyData
+
+    trials, _ = swept
+    records = [record_of(t) for t in trials.values()]
+    data = StudyData(NAME, [("accuracy", "maximize"), ("params", "minimize")], {}, None, records)
+    frame = data.frame  # a knob named like one of the table's own columns would duplicate it
+    assert frame.columns.is_unique, list(frame.columns)
+    assert list(frame["epochs"]) == [len(r.epochs) for r in records] == [EPOCHS] * TRIALS
+    assert {"d_model", "lr", "batch_size"} <= set(data.knobs) and "seed" not in data.knobs
+
+
+def test_the_dashboard_sample_writes_the_record_a_sweep_plans():
+    from dashboards.sample import seed_study
+    from searchspace.knobs import TRAINING
+    from tuners.export import export_text
+
+    study = seed_study(optuna.storages.InMemoryStorage(), trials=12, seed=0)
+    for trial in study.trials:
+        record = record_of(trial)
+        assert record.planned and record.task == "digits" and record.seed == record.training["seed"] == trial.number
+        assert set(record.training) == {k.name for k in TRAINING}  # every setting, as the searcher stores it
+        assert record.training["lr"] == trial.params["lr"] and record.training["batch_size"] == 64
+        exported = yaml.safe_load(export_text(study, record))
+        assert exported["training"] == record.training and exported["task"] == "digits"

@@ -39,6 +39,14 @@ def file_task(f: ConfigFile, task: str | None, data: Path | None) -> tuple[str, 
     return name, options
 
 
+def file_task_built(f: ConfigFile, name: str, options: dict) -> Task:
+    """Task ``name`` constructed with ``options`` from ``f``; an option it refuses is named with the file."""
+    try:
+        return resolve_task(name, **options)
+    except ConfigError as exc:  # the task's own checks name `task_options.<key>`; say which file holds it
+        raise ConfigError([(f"{f.path}: {key}", message) for key, message in exc.problems]) from None
+
+
 def config_task(f: ConfigFile, task: str | None, cache: dict) -> Task | None:
     """The task ``f`` is costed at (--task or the file's own), or None when neither names one."""
     if task is None and f.metadata.get("task") is None:
@@ -47,7 +55,7 @@ def config_task(f: ConfigFile, task: str | None, cache: dict) -> Task | None:
         name, options = file_task(f, task, None)
         key = (name, repr(sorted(options.items())))
         if key not in cache:
-            cache[key] = resolve_task(name, **options)
+            cache[key] = file_task_built(f, name, options)
     except ConfigError:
         raise
     except (ValueError, TypeError) as exc:  # an unknown task or a plugin that does not load

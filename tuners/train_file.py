@@ -20,14 +20,12 @@ def train_config_file(config: Path, task: str | None = None, data: Path | None =
     from trainers.checkpoint import save_run
     from trainers.loop import TrainSettings
     from trainers.loop import train as run_training
-    from trainers.tasks import resolve_task
-
-    from .config_task import file_task
+    from .config_task import file_task, file_task_built
 
     f = load_config_file(config)
     settings = TrainSettings.from_dict({**(f.metadata.get("training") or {}), **(overrides or {})})
     task_name, task_options = file_task(f, task, data)
-    result = run_training(f.config, resolve_task(task_name, **task_options), settings)
+    result = run_training(f.config, file_task_built(f, task_name, task_options), settings)
     if out is not None:
         save_run(result, out, task_options, f.metadata.get("provenance"), task=task_name)
     return result, task_name

@@ -40,9 +40,12 @@ def _sentences(entry: dict, where: str) -> list[list[str]]:
             words = field(s, "tokens", list, w)
             if not all(isinstance(t, str) for t in words):
                 raise ValueError(f"{w}: `tokens` must be a list of strings")
-            out.append([t.lower() for t in words])
+            words = [t.lower() for t in words]
         else:
-            out.append(tokenize(field(s, "raw", str, w)))
+            words = tokenize(field(s, "raw", str, w))
+        if not words:  # an empty reference would end evaluation after training (CIDEr-D divides by them)
+            raise ValueError(f"{w} has no words")
+        out.append(words)
     return out
 
 

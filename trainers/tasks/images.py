@@ -86,8 +86,18 @@ def _split_of(labels: np.ndarray, fractions: tuple[float, ...], names: tuple[int
     """Per-item split ids: a stratified split of ``labels`` by a fixed seed into ``names``."""
     which = np.zeros(len(labels), dtype=np.int8)
     for name, idx in zip(names, _stratified_split(labels, 0, fractions)):
-        which[idx] = name
+        which[idx.astype(np.int64)] = name  # an empty part comes back as a float array
     return which
+
+
+def _check_splits(task: str, where: Path, split: np.ndarray, hint: str) -> None:
+    """Refuse data whose train, val or test split holds no image (training or evaluation would fail on it)."""
+    sizes = {name: int((split == i).sum()) for i, name in enumerate(SPLITS)}
+    empty = [name for name, n in sizes.items() if n == 0]
+    if empty:
+        found = ", ".join(f"{n} {name}" for name, n in sizes.items())
+        raise ValueError(f"{task}: {where}: the {' and '.join(empty)} split{'s are' if len(empty) > 1 else ' is'} "
+                         f"empty ({found} images); {hint}")
 
 
 class ImageFolder(_ImageTask):
@@ -148,6 +158,11 @@ class ImageFolder(_ImageTask):
             split = np.concatenate([np.full(len(files["train"]), 0)] + (
                 [np.full(len(files["val"]), 1), np.full(len(files["test"]), 2)] if "test" in files else
                 [_split_of(labels[len(files["train"]):], (0.5, 0.5), (1, 2))]))
+        _check_splits(self.name, self.path, split,
+                      "each class is split 80/10/10, so a class needs 8 images to give val and test one each"
+                      if "all" in files else
+                      "without a test folder each class of val is halved into val and test, so it needs 2 images"
+                      if "test" not in files else "each of train, val and test needs images")
         np.save(out / "labels.npy", labels.astype(np.int64))
         np.save(out / "split.npy", split.astype(np.int8))
         save_json(out, "classes.json", classes)
@@ -220,4 +235,6 @@ class Cifar(_ImageTask):
         labels = np.concatenate([r[1] for r in read])
         n_train = sum(len(r[1]) for r in read[: len(train)])
         split = np.concatenate([_split_of(labels[:n_train], (0.9, 0.1), (0, 1)), np.full(len(labels) - n_train, 2)])
+        _check_splits(self.name, self.path, split, "10% of each class of the training batches is validation, so a "
+                                                   "class needs 5 training images to give it one")
         self._save(out, pixels, labels, split, [str(i) for i in range(int(labels.max()) + 1)])

@@ -197,6 +197,10 @@ def _index_hdf5(path: Path, out: Path, wanted: set[str] | None) -> None:
         rows = np.array([i for i, k in enumerate(images) if wanted is None or k in wanted], dtype=np.int64)
         if not len(rows):
             raise ValueError(f"{path}: holds none of the images the data names")
+        for name in ("num_boxes", "image_w", "image_h"):  # one number per image, where given
+            if name in f and (f[name].shape not in ((n,), (n, 1)) or f[name].dtype.kind not in "iuf"):
+                raise ValueError(f"{path}: `{name}` must be {n} numbers (one per row of `{key}`), found shape "
+                                 f"{f[name].shape} of {f[name].dtype}")
         counts = np.full(n, r, dtype=np.int64)
         if "num_boxes" in f:
             counts = np.clip(np.asarray(f["num_boxes"][:], dtype=np.int64).reshape(n), 1, r)
@@ -207,7 +211,7 @@ def _index_hdf5(path: Path, out: Path, wanted: set[str] | None) -> None:
                 raise ValueError(f"{path}: `{box_name}` must have shape {(n, r, 4)}, found {f[box_name].shape}")
             boxes = np.asarray(f[box_name][:], dtype=np.float32)[rows]
             if "image_w" in f and "image_h" in f:
-                size = np.stack([f["image_w"][:], f["image_h"][:]], 1).astype(np.float32)[rows]  # (N, 2)
+                size = np.stack([f["image_w"][:].reshape(n), f["image_h"][:].reshape(n)], 1).astype(np.float32)[rows]
                 boxes = boxes / np.tile(size, 2)[:, None, :]
             elif boxes.size and boxes.max() > 1.5:
                 raise ValueError(f"{path}: `{box_name}` is in pixels (up to {boxes.max():.0f}) but the file has no "

@@ -39,9 +39,12 @@ def encode(sentences: list[list[str]], vocab: list[str], length: int) -> np.ndar
 
 
 def read_json(path: Path, what: str) -> Any:
-    """A JSON file, or ValueError naming it and where it stops being JSON."""
+    """A JSON file, or ValueError naming it and where it stops being JSON.
+
+    Read as bytes: JSON is UTF-8 (json detects UTF-16/32 too), whatever the locale's encoding is.
+    """
     try:
-        return json.loads(path.read_text())
+        return json.loads(path.read_bytes())
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{what}: {path} is not valid JSON: {exc}") from None
 
