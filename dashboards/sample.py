@@ -2,7 +2,8 @@
 
 The trials carry exactly the record a real sweep writes (``tuners.storage`` keys, Optuna constraints,
 the outcome mapping of ``tuners.searcher``), but nothing is trained: configurations are drawn from the
-quickstart space and the metrics come from a made-up formula, so thousands of trials take seconds.
+quickstart space and the metrics come from a made-up formula, and the trials are written in batches
+(``tuners.bulk_write``), so 100,000 trials take about a minute.
 
     python -m dashboards.sample sqlite:///demo.db --trials 300
     lwnas dashboard --storage sqlite:///demo.db
@@ -22,6 +23,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from optuna.trial import TrialState
 
 from tuners import storage as keys
+from tuners.bulk_write import insert_trials
 from tuners.objectives import worst_value
 from tuners.outcomes import Outcome
 
@@ -168,6 +170,8 @@ def seed_study(storage: Any, name: str = "sample", trials: int = 200, seed: int 
         objectives: metrics among accuracy, params and madds.
         outcome: give every trial this outcome (complete, infeasible, pruned or failed).
     """
+    if isinstance(storage, str):
+        storage = keys.open_storage(storage, create=True)
     ot_study = optuna.create_study(study_name=name, storage=storage,
                                    directions=[DIRECTIONS[m] for m in objectives])
     with warnings.catch_warnings():  # experimental in Optuna 5 (as in tuners.sweep)
@@ -178,8 +182,9 @@ def seed_study(storage: Any, name: str = "sample", trials: int = 200, seed: int 
     ot_study.set_user_attr(keys.STUDY_VERSION, "sample")
     rng = np.random.default_rng(seed)
     start = dt.datetime(2026, 1, 1, 9, 0, 0)
-    ot_study.add_trials([make_trial(i, objectives, rng, start + dt.timedelta(seconds=3 * i), outcome)
-                         for i in range(trials)])
+    # batched INSERTs (tuners.bulk_write): Study.add_trials commits each trial alone, 19 ms a trial on SQLite
+    insert_trials(storage, storage.get_study_id_from_name(name),
+                  [make_trial(i, objectives, rng, start + dt.timedelta(seconds=3 * i), outcome) for i in range(trials)])
     return ot_study
 
 
