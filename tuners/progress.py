@@ -120,8 +120,10 @@ class SweepProgress(Callback):
                        highlight=False)
 
 
-def print_front(ot_study: optuna.Study, study: Study | None, out: Console) -> None:
-    records = [record_of(t) for t in ot_study.get_trials(deepcopy=False)]
+def print_front(ot_study: optuna.Study, study: Study | None, out: Console, records: list | None = None) -> None:
+    """The front as a table, of ``records`` when the caller has read them already (``lwnas status``)."""
+    if records is None:
+        records = [record_of(t) for t in ot_study.get_trials(deepcopy=False)]
     names = ot_study.metric_names or [f"objective {i}" for i in range(len(ot_study.directions))]
     directions = direction_names(ot_study.directions)
     front = pareto_front(records, directions)

@@ -9,11 +9,19 @@ import optuna
 from . import storage as keys
 from .objectives import direction_names
 from .pareto import hypervolume, pareto_front, reference_point
-from .storage import record_of
+from .bulk_read import TrialReader
+from .storage import TrialRecord, record_of
 
 
-def study_status(ot_study: optuna.Study) -> dict[str, Any]:
-    records = [record_of(t) for t in ot_study.get_trials(deepcopy=False)]
+def read_records(ot_study: optuna.Study, storage: Any) -> list[TrialRecord]:
+    """Every trial of ``ot_study`` in ``storage`` (the Optuna storage it was loaded from), read in bulk."""
+    return [record_of(t) for t in TrialReader(storage, storage.get_study_id_from_name(ot_study.study_name)).read()]
+
+
+def study_status(ot_study: optuna.Study, records: list[TrialRecord] | None = None) -> dict[str, Any]:
+    """``lwnas status``'s figures, from ``records`` (``read_records``) or else Optuna's view of the study."""
+    if records is None:
+        records = [record_of(t) for t in ot_study.get_trials(deepcopy=False)]
     names = ot_study.metric_names or [f"objective_{i}" for i in range(len(ot_study.directions))]
     directions = direction_names(ot_study.directions)
     objectives = list(zip(names, directions))
