@@ -6,7 +6,8 @@ For each size a synthetic two-objective study (``dashboards.sample``, written in
 ``tuners/sweep.py:make_sampler`` at a large budget) and ``--asks`` points are asked (the quickstart
 space's knobs, as stored) and told. The first ask pays Optuna's one-time read of every stored trial
 into its cache (``first_ask_s``); p50/p99 are over the remaining asks. A cell whose first ask passes
-``--cell-limit`` seconds stops there and says so (GP fits a model over every trial).
+``--cell-limit`` seconds stops there and says so, and the sampler is skipped at larger sizes (GP fits
+a model over every trial).
 
     python bench/ask_latency.py --sizes 1000,10000,100000
     python bench/ask_latency.py --sizes 1000,10000 --storage postgresql://postgres@127.0.0.1:5432/bench
@@ -102,7 +103,7 @@ def main() -> None:
     import warnings
 
     warnings.simplefilter("ignore")  # GPSampler is experimental; its warning is not a measurement
-    out = []
+    out, stopped = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         url = args.storage or f"sqlite:///{Path(tmp) / 'bench.db'}"
         monitor = LoadMonitor(threads=1)
@@ -114,11 +115,16 @@ def main() -> None:
             write_s = time.perf_counter() - t0
             for sampler in args.samplers.split(","):
                 log(f"{size} stored trials, {sampler}")
+                if sampler in stopped:  # it only gets slower with more trials
+                    out.append({"stored_trials": size, "sampler": sampler, "stopped": f"stopped at {stopped[sampler]:,}"})
+                    continue
                 try:
                     cell = one_cell(url, name, sampler, args.asks, args.cell_limit)
                 except Exception as exc:  # noqa: BLE001 - a sampler that cannot run here is reported, not fatal
                     cell = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
                 out.append({"stored_trials": size, "sampler": sampler, "write_s": round(write_s, 1), **cell})
+                if "stopped" in cell:
+                    stopped[sampler] = size
                 log(json.dumps(out[-1]))
             if args.storage:
                 optuna.delete_study(study_name=name, storage=url)
