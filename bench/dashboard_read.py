@@ -131,7 +131,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         url = args.storage or f"sqlite:///{Path(tmp) / 'bench.db'}"
         monitor = LoadMonitor(threads=1)
-        sizes = [one_size(url, int(n), args) for n in args.trials.split(",")]
+        sizes = []
+        for n in args.trials.split(","):
+            sizes.append(one_size(url, int(n), args))
+            log(json.dumps(sizes[-1]))  # each size as it finishes: a long run stopped early keeps the smaller ones
     print(json.dumps({"backend": url.split(":", 1)[0], "sizes": sizes, "machine": monitor.report()}, indent=2))
 
 
