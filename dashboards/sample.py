@@ -3,7 +3,7 @@
 The trials carry exactly the record a real sweep writes (``tuners.storage`` keys, Optuna constraints,
 the outcome mapping of ``tuners.searcher``), but nothing is trained: configurations are drawn from the
 quickstart space and the metrics come from a made-up formula, and the trials are written in batches
-(``tuners.bulk_write``), so 100,000 trials take about a minute.
+(``tuners.bulk_write``), so 5,000 trials take seconds and 100,000 a few minutes (docs/performance.md).
 
     python -m dashboards.sample sqlite:///demo.db --trials 300
     lwnas dashboard --storage sqlite:///demo.db

@@ -2,7 +2,7 @@
 
 Optuna's ``Study.add_trials`` writes each trial in a transaction of its own (lock the study, count
 the trials for its number, one INSERT per param and attribute, commit): about 19 ms a trial on
-SQLite here, so 100,000 trials take half an hour. ``insert_trials`` writes the same rows with
+SQLite here (94 s for 5,000), so 100,000 trials would take half an hour. ``insert_trials`` writes the same rows with
 batched INSERTs in one transaction per batch, through the table layout of ``optuna_tables``, and
 falls back to Optuna's ``create_new_trial`` on a schema it does not know.
 
