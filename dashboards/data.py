@@ -1,9 +1,9 @@
 """The dashboard's data: studies in storage and their trials as pandas frames, read through ``tuners``.
 
 Nothing here writes to storage. A ``TrialCache`` keeps one study's trials and refreshes them
-incrementally: finished trials never change, so a refresh asks only for trials that were running
-and for trial numbers it has not seen (two small queries when nothing happened), which keeps a
-live dashboard cheap on a study of thousands of trials.
+incrementally through ``tuners.bulk_read.TrialReader``: the first load reads every trial in a few
+bulk queries, and a refresh reads only trials that are new or were running (finished trials never
+change), which keeps a live dashboard cheap on a study of 100,000 trials.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import pandas as pd
 from optuna.trial import TrialState
 
 from tuners import storage as keys
+from tuners.bulk_read import TrialReader
 from tuners.objectives import direction_names, minimised, nondominated
 from tuners.outcomes import Outcome
 from tuners.pareto import front_candidates, hypervolume, reference_point
@@ -281,6 +282,7 @@ class TrialCache:
         self._lock = threading.Lock()
         self._storage: Any = None
         self._study_id: int | None = None
+        self._reader: TrialReader | None = None
         self._records: dict[int, TrialRecord] = {}
         self._data: StudyData | None = None
         self._attrs: dict[str, Any] | None = None  # the study's user attributes at the last load
@@ -297,31 +299,15 @@ class TrialCache:
             study_id = storage.get_study_id_from_name(self.name)  # KeyError: no such study
             if study_id != self._study_id:  # first load, or the study was deleted and created again
                 self._study_id, self._records, self._data = study_id, {}, None
-                trials = storage.get_all_trials(study_id, deepcopy=False)
-                changed = True
-            else:
-                trials = self._changed_trials(storage, study_id)
-                changed = bool(trials)
+                self._reader = TrialReader(storage, study_id)
+            trials = self._reader.read()  # bulk SQL: every trial, then the new and changed ones
             self._records.update({t.number: record_of(t) for t in trials})
             self._parents.update({t.number: parent_of(t) for t in trials if parent_of(t) != t.number})
             attrs = storage.get_study_user_attrs(study_id)  # `lwnas confirm` changes these, not the trials
-            if changed or self._data is None or attrs != self._attrs:
+            if trials or self._data is None or attrs != self._attrs:
                 self._attrs = attrs
                 self._data = self._study_data(storage, study_id, attrs)
             return self._data
-
-    def _changed_trials(self, storage: Any, study_id: int) -> list[optuna.trial.FrozenTrial]:
-        """Trials that are new or were not finished at the last load."""
-        open_now = storage.get_all_trials(study_id, deepcopy=False, states=OPEN_STATES)
-        known = len(self._records)
-        was_open = [n for n, r in self._records.items() if r.state in ("RUNNING", "WAITING")]
-        numbers = set(range(known, count_trials(storage, study_id, known))) | set(was_open)
-        numbers -= {t.number for t in open_now}
-        fetched = [storage.get_trial(storage.get_trial_id_from_study_id_trial_number(study_id, n))
-                   for n in sorted(numbers)]
-        # a running trial changed only if its record did (new epochs, new attributes)
-        moved = [t for t in open_now if t.number not in self._records or record_of(t) != self._records[t.number]]
-        return fetched + moved
 
     def _study_data(self, storage: Any, study_id: int, attrs: dict[str, Any]) -> StudyData:
         objectives = objectives_of(storage, self.name, attrs, storage.get_study_directions(study_id))

@@ -194,6 +194,10 @@ class StudyLease:
             # open connections keep writing into a deleted file's inode, where nobody will ever read it
             self.lost, self.storage_failed = f"the SQLite file {self._file} was deleted or replaced", True
             return
+        if self._file is not None and not os.access(self._file, os.W_OK):
+            # in WAL mode (tuners.storage) commits go to the -wal file, so a read-only main file fails no write
+            self.lost, self.storage_failed = f"the SQLite file {self._file} was made read-only", True
+            return
         try:
             with self.engine.begin() as con:
                 mine = con.execute(LEASES.update().where(LEASES.c.study_name == self.study_name,

@@ -120,12 +120,16 @@ class SweepProgress(Callback):
                        highlight=False)
 
 
-def print_front(ot_study: optuna.Study, study: Study | None, out: Console) -> None:
+def print_front(ot_study: optuna.Study, study: Study | None, out: Console,
+                trials: list[optuna.trial.FrozenTrial] | None = None) -> None:
+    """The front (of seed means) as a table, of ``trials`` when the caller has read them already (``lwnas status``)."""
+    if trials is None:
+        trials = ot_study.get_trials(deepcopy=False)
     names = ot_study.metric_names or [f"objective {i}" for i in range(len(ot_study.directions))]
     directions = direction_names(ot_study.directions)
-    front = pareto_front_groups(seed_groups(ot_study.get_trials(deepcopy=False)), directions)  # on seed means
-    trials = "1 trial" if len(front) == 1 else f"{len(front)} trials"
-    table = Table(title=f"Pareto front of {ot_study.study_name} ({trials})")
+    front = pareto_front_groups(seed_groups(trials), directions)  # on seed means
+    count = "1 trial" if len(front) == 1 else f"{len(front)} trials"
+    table = Table(title=f"Pareto front of {ot_study.study_name} ({count})")
     table.add_column("trial", justify="right")
     for n, d in zip(names, directions):
         table.add_column(f"{n} ({'max' if d == 'maximize' else 'min'})", justify="right")

@@ -11,13 +11,21 @@ from searchspace.study import Budget
 from . import storage as keys
 from .budget import ended
 from .objectives import direction_names
+from .bulk_read import TrialReader
 from .pareto import hypervolume, reference_point
 from .seeds import front_entry, pareto_front_groups, seed_groups
 from .storage import record_of
 
 
-def study_status(ot_study: optuna.Study) -> dict[str, Any]:
-    trials = ot_study.get_trials(deepcopy=False)
+def read_trials(ot_study: optuna.Study, storage: Any) -> list[optuna.trial.FrozenTrial]:
+    """Every trial of ``ot_study`` in ``storage`` (the Optuna storage it was loaded from), read in bulk."""
+    return TrialReader(storage, storage.get_study_id_from_name(ot_study.study_name)).read()
+
+
+def study_status(ot_study: optuna.Study, trials: list[optuna.trial.FrozenTrial] | None = None) -> dict[str, Any]:
+    """``lwnas status``'s figures, from ``trials`` (``read_trials``) or else Optuna's view of the study."""
+    if trials is None:
+        trials = ot_study.get_trials(deepcopy=False)
     records = [record_of(t) for t in trials]
     names = ot_study.metric_names or [f"objective_{i}" for i in range(len(ot_study.directions))]
     directions = direction_names(ot_study.directions)

@@ -126,10 +126,26 @@ def open_storage(url: str, *, create: bool = False):
         raise StorageError(f"no database at {masked(url)}: {path.resolve()} does not exist (is the path "
                            f"mistyped? `lwnas sweep STUDY.yaml --storage URL` creates one)")
     try:
-        return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs(url))
+        storage = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs(url))
     except (SQLAlchemyError, ImportError, ValueError, OSError) as exc:
         raise StorageError(f"cannot open storage {masked(url)}: {scrub(first_line(exc), url)}. "
                            f"{_hint(url)}") from None
+    if path is not None:
+        write_ahead_log(storage.engine)
+    return storage
+
+
+def write_ahead_log(engine: Any) -> None:
+    """Put a SQLite file in WAL mode (it stays so): readers (dashboard, ``lwnas status``) then never block
+    the sweep's writes, nor it their reads. WAL needs every process on one machine (no network file
+    system); a file that cannot be changed (read-only) keeps its mode, and readers wait for locks."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        with engine.connect() as conn:
+            conn.exec_driver_sql("PRAGMA journal_mode=WAL")
+    except SQLAlchemyError:
+        pass
 
 
 def engine_kwargs(url: str) -> dict[str, Any]:

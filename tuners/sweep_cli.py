@@ -29,6 +29,11 @@ def _fail(message: str, code: int = 1) -> None:
 
 def _load_ot_study(name: str, storage: str):
     """The study ``name`` in an existing storage (a missing SQLite file is an error, never created)."""
+    return _open_ot_study(name, storage)[0]
+
+
+def _open_ot_study(name: str, storage: str):
+    """``(study, backend)``: the study ``name`` and the Optuna storage object it was loaded from."""
     import optuna
 
     from searchspace.errors import shorten, shown
@@ -37,7 +42,7 @@ def _load_ot_study(name: str, storage: str):
 
     backend = open_storage(storage)
     try:
-        return optuna.load_study(study_name=name, storage=backend)
+        return optuna.load_study(study_name=name, storage=backend), backend
     except KeyError:
         names = [s.study_name for s in optuna.get_all_study_summaries(backend)]
         raise StorageError(f"no study {shown(name)} in {masked(storage)}; studies there: "
@@ -130,10 +135,11 @@ def status(
     import json
 
     from .progress import print_front
-    from .status import study_status
+    from .status import read_trials, study_status
 
-    ot_study = _load_ot_study(name, storage)
-    s = study_status(ot_study)
+    ot_study, backend = _open_ot_study(name, storage)
+    trials = read_trials(ot_study, backend)  # in bulk: a few queries, one short read transaction
+    s = study_status(ot_study, trials)
     if as_json:
         sys.stdout.write(json.dumps(s, indent=2, default=str) + "\n")
         return
@@ -152,7 +158,7 @@ def status(
     if s["seconds_per_trial"] is not None:
         out.print(f"time per trained trial: {s['seconds_per_trial']:.1f} s (mean of {s['timed_trials']})",
                   highlight=False)
-    print_front(ot_study, None, out)
+    print_front(ot_study, None, out, trials)
 
 
 def export(

@@ -1,0 +1,142 @@
+"""Reading a large study: lwnas's bulk reader vs Optuna's ``load_study(...).trials``, in one run.
+
+For each size a synthetic study (``dashboards.sample``: the record a real sweep writes, nothing trained)
+is written in batches (``tuners.bulk_write``; its time is reported as ``write_s``), then timed, each
+from a freshly opened storage:
+
+* optuna_load_trials_s: ``optuna.load_study(name, storage).trials``, the anchor;
+* bulk_read_s: ``tuners.bulk_read.TrialReader.read()``, every trial as Optuna's FrozenTrial;
+* first_view_s: what the dashboard does on opening the study: ``TrialCache.load()`` (bulk read,
+  records, study data), the trial table (``StudyData.frame``) and the Pareto front;
+* status_s: ``lwnas status``'s figures (bulk read, counts, front, hypervolume) without the CLI start;
+* refresh_s: the dashboard's incremental refresh after another process-like writer added
+  ``--new`` trials and finished one that was running; refresh_unchanged_s when nothing changed.
+
+Each timing runs ``--repeats`` times (Optuna's at most ``--optuna-repeats``); all runs are printed,
+the median summarises. Prints JSON.
+
+    python bench/dashboard_read.py --trials 5000,100000
+    python bench/dashboard_read.py --trials 5000 --storage postgresql://postgres@127.0.0.1:5432/bench
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from _common import HelpFormatter, LoadMonitor, log
+
+
+def timed(fn) -> tuple[float, object]:
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def runs(fn, repeats: int) -> dict:
+    times = [timed(fn)[0] for _ in range(repeats)]
+    return {"median": round(statistics.median(times), 3), "all": [round(t, 3) for t in times]}
+
+
+def first_view(url: str, name: str) -> None:
+    from dashboards.data import TrialCache
+
+    data = TrialCache(url, name).load()
+    _ = data.frame, data.front()
+
+
+def status(url: str, name: str) -> None:
+    import optuna
+
+    from tuners.status import read_trials, study_status
+    from tuners.storage import open_storage
+
+    storage = open_storage(url)
+    ot_study = optuna.load_study(study_name=name, storage=storage)
+    study_status(ot_study, read_trials(ot_study, storage))
+
+
+def refresh(url: str, name: str, new: int, repeats: int) -> tuple[dict, dict]:
+    """Incremental refresh after ``new`` trials were added and a running one finished; then unchanged."""
+    import optuna
+
+    from dashboards.data import TrialCache
+    from tuners.storage import open_storage
+
+    writer = optuna.load_study(study_name=name, storage=open_storage(url))
+    cache = TrialCache(url, name)
+    cache.load()
+    changed, unchanged = [], []
+    for _ in range(repeats):
+        running = writer.ask()
+        cache.load()  # sees it running
+        for _ in range(new):
+            writer.tell(writer.ask(), [0.5, 1000.0])
+        writer.tell(running, [0.6, 900.0])
+        changed.append(timed(cache.load)[0])
+        unchanged.append(timed(cache.load)[0])
+    summary = lambda ts: {"median": round(statistics.median(ts), 3), "all": [round(t, 3) for t in ts]}  # noqa: E731
+    return summary(changed), summary(unchanged)
+
+
+def one_size(url: str, trials: int, args) -> dict:
+    import optuna
+
+    from dashboards.sample import seed_study
+    from tuners.bulk_read import TrialReader
+    from tuners.storage import open_storage
+
+    name = f"bench-read-{trials}-{uuid.uuid4().hex[:6]}"
+    log(f"writing {trials} synthetic trials")
+    write_s, _ = timed(lambda: seed_study(url, name=name, trials=trials, seed=0))
+    try:
+        log("optuna load_study(...).trials")
+        anchor = runs(lambda: optuna.load_study(study_name=name, storage=open_storage(url)).trials,
+                      min(args.repeats, args.optuna_repeats))
+        log("bulk read, first view, status, refresh")
+        def bulk():
+            storage = open_storage(url)
+            return TrialReader(storage, storage.get_study_id_from_name(name)).read()
+        bulk_read = runs(bulk, args.repeats)
+        view = runs(lambda: first_view(url, name), args.repeats)
+        status_s = runs(lambda: status(url, name), args.repeats)
+        changed, unchanged = refresh(url, name, args.new, args.repeats)
+    finally:
+        if args.storage:
+            optuna.delete_study(study_name=name, storage=url)
+    return {"trials": trials, "write_s": round(write_s, 1), "optuna_load_trials_s": anchor, "bulk_read_s": bulk_read,
+            "bulk_read_speedup": round(anchor["median"] / bulk_read["median"], 1), "first_view_s": view,
+            "status_s": status_s, "refresh_s": changed, "refresh_unchanged_s": unchanged}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
+    parser.add_argument("--trials", default="5000,100000", help="comma-separated study sizes")
+    parser.add_argument("--storage", help="a database URL to use (default: a temporary SQLite file)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs of each read")
+    parser.add_argument("--optuna-repeats", type=int, default=2, help="at most this many runs of Optuna's read")
+    parser.add_argument("--new", type=int, default=10, help="trials added before each incremental refresh")
+    args = parser.parse_args()
+
+    import optuna
+
+    import dashboards.data  # noqa: F401  (imports are not what is measured)
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    with tempfile.TemporaryDirectory() as tmp:
+        url = args.storage or f"sqlite:///{Path(tmp) / 'bench.db'}"
+        monitor = LoadMonitor(threads=1)
+        sizes = []
+        for n in args.trials.split(","):
+            sizes.append(one_size(url, int(n), args))
+            log(json.dumps(sizes[-1]))  # each size as it finishes: a long run stopped early keeps the smaller ones
+    print(json.dumps({"backend": url.split(":", 1)[0], "sizes": sizes, "machine": monitor.report()}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""Readers never block or break a sweep's writes: ``lwnas status`` in a loop and the dashboard's data read
+(``TrialCache``) poll a study while another process writes trials into it, on SQLite and PostgreSQL.
+
+The writer is a separate process that opens the storage as the sweep driver does
+(``tuners.storage.open_storage``) and writes each trial's record the way the driver does (ask, user
+attributes, a constraint, the epoch list after every epoch, tell); it has no Ray and no training,
+so it writes as fast as the storage lets it, which is the hardest case for the readers.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import uuid
+
+import optuna
+import pytest
+from sweep_procs import PG_URL, lwnas, postgres_or_skip, proc_env
+
+from dashboards.data import TrialCache
+from dashboards.sample import seed_study
+from tuners.bulk_read import TrialReader
+from tuners.storage import open_storage, record_of
+
+EPOCHS = 3
+WRITER = """
+import pathlib, sys, optuna
+from tuners.storage import open_storage
+url, name, stop = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+study = optuna.load_study(study_name=name, storage=open_storage(url))
+written = 0
+while not stop.exists() or written < 20:
+    trial = study.ask()
+    d_model = trial.suggest_categorical("d_model", [32, 64])  # as dashboards.sample draws it
+    trial.set_user_attr("config", {"family": "encoder", "d_model": d_model})
+    trial.set_constraint("params", float(d_model - 48))
+    epochs = []
+    for e in range(1, %d + 1):
+        epochs.append({"epoch": e, "val_accuracy": 0.1 * e, "wall_time": 0.01 * e})
+        trial.set_user_attr("epochs", epochs)
+    study.tell(trial, [epochs[-1]["val_accuracy"], float(d_model * 100)])
+    written += 1
+print("written", written)
+""" % EPOCHS
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def study_url(request, tmp_path):
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'live.db'}", "live"
+        return
+    postgres_or_skip()
+    name = f"live-{uuid.uuid4().hex[:8]}"
+    yield PG_URL, name
+    try:
+        optuna.delete_study(study_name=name, storage=PG_URL)
+    except KeyError:
+        pass
+
+
+def test_status_and_dashboard_poll_while_a_writer_writes(study_url, tmp_path):
+    url, name = study_url
+    seed_study(url, name=name, trials=30, seed=1)
+    stop = tmp_path / "stop"
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, url, name, str(stop)], cwd=tmp_path,
+                              env=proc_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    cache, polls = TrialCache(url, name), []
+    try:
+        while len(polls) < 3:  # each poll: one `lwnas status` and one dashboard refresh, while the writer runs
+            status = lwnas(tmp_path, "status", name, "--storage", url, "--json", timeout=300)
+            assert status.returncode == 0, status.stdout + status.stderr
+            data = cache.load()
+            assert writer.poll() is None, "the writer stopped before the readers were done: " + writer.stderr.read()
+            polls.append((json.loads(status.stdout)["trials"], len(data.records)))
+    finally:
+        stop.touch()
+        out, err = writer.communicate(timeout=300)
+    assert writer.returncode == 0 and "locked" not in err, err
+    written = int(out.split()[-1])
+    assert polls[0][0] >= 30 and polls[-1][1] > 30  # the readers saw the study grow
+    storage = open_storage(url)
+    sid = storage.get_study_id_from_name(name)
+    trials = storage.get_all_trials(sid, deepcopy=False)
+    new = [t for t in trials if t.number >= 30]
+    assert len(new) == written and all(t.state.name == "COMPLETE" for t in new)  # every write landed, none twice
+    assert all(len(t.user_attrs["epochs"]) == EPOCHS and record_of(t).constraints for t in new)
+    assert cache.load().records == [record_of(t) for t in trials]  # the incremental view ends where Optuna's does
+
+
+def test_a_write_lands_while_a_sqlite_reader_holds_its_transaction(tmp_path):
+    """A long read (a 100k-trial first view) keeps a read transaction open; the sweep's commit must not wait
+    for it. In SQLite's default rollback-journal mode it would, then fail with "database is locked"."""
+    import sqlite3
+
+    url = f"sqlite:///{tmp_path / 'held.db'}"
+    study = seed_study(url, name="held", trials=5)
+    reader = sqlite3.connect(tmp_path / "held.db", isolation_level=None)
+    reader.execute("BEGIN")
+    assert reader.execute("SELECT count(*) FROM trials").fetchone() == (5,)  # the read transaction is open
+    outcome: dict[str, object] = {}
+
+    def write() -> None:
+        try:
+            writer = optuna.load_study(study_name="held", storage=open_storage(url))
+            writer.add_trial(study.trials[0])
+            outcome["done"] = True
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    thread.join(timeout=180)  # longer than the storage's 60 s busy timeout: a blocked write fails before this
+    assert outcome == {"done": True}, outcome
+    assert reader.execute("SELECT count(*) FROM trials").fetchone() == (5,)  # still the reader's snapshot
+    reader.execute("COMMIT")
+    assert reader.execute("SELECT count(*) FROM trials").fetchone() == (6,)
+    storage = open_storage(url)
+    assert len(TrialReader(storage, storage.get_study_id_from_name("held")).read()) == 6
