@@ -25,6 +25,18 @@ def study_status(ot_study: optuna.Study) -> dict[str, Any]:
     front = pareto_front(records, directions)
     return {"study": ot_study.study_name, "trials": len(records), "outcomes": outcomes, "objectives": names,
             "directions": directions, "reference_point": ref, "hypervolume": hypervolume(records, objectives, ref),
-            "front": [{"trial": r.number, "values": r.values, "params": r.params} for r in front],
+            "front": [{"trial": r.number, "values": r.values, "params": r.params,
+                       **({"latency_device": r.costs["latency_device"]} if "latency_device" in r.costs else {})}
+                      for r in front],
+            "latency_devices": latency_devices(records),
             "seconds_per_trial": sum(timed) / len(timed) if timed else None, "timed_trials": len(timed),
             "rejected": ot_study.user_attrs.get(keys.STUDY_REJECTED)}
+
+
+def latency_devices(records: list) -> dict[str, list[int]]:
+    """Which device and machine measured the latencies of which trials (more than one: not comparable)."""
+    out: dict[str, list[int]] = {}
+    for r in records:
+        if "latency_device" in r.costs:
+            out.setdefault(str(r.costs["latency_device"]), []).append(r.number)
+    return out
