@@ -97,6 +97,7 @@ def test_a_latency_constraint_no_point_meets_is_refused_before_the_sweep(tmp_pat
     assert out.returncode == 2 and "no point meets latency <= 1e-06" in out.stderr, out.stderr
 
 
+@pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")  # set_metric_names
 def test_latency_objective_sweeps_end_to_end_and_its_front_exports(tmp_path):
     name = "lat"
     study = tmp_path / f"{name}.yaml"
@@ -120,14 +121,20 @@ def test_latency_objective_sweeps_end_to_end_and_its_front_exports(tmp_path):
     front = json.loads(lwnas(tmp_path, "status", name, "--storage", url, "--json").stdout)["front"]
     assert front and all(f["latency_device"].startswith("cpu: ") for f in front)
 
-    # a trial measured elsewhere (a resume on another machine) is flagged, never compared silently
-    storage = optuna.storages.RDBStorage(url)
-    moved = complete[0]
-    trial_id = storage.get_trial_id_from_study_id_trial_number(storage.get_study_id_from_name(name), moved.number)
-    storage.set_trial_user_attr(trial_id, "costs", {**moved.user_attrs["costs"], "latency_device": "cpu: X"})
-    mixed = lwnas(tmp_path, "status", name, "--storage", url)
-    assert "measured on 2 different devices or machines and are not comparable" in mixed.stdout, mixed.stdout
-    assert f"cpu: X: trials {moved.number}" in mixed.stdout
+    # a study whose trials were measured on two machines (a resume elsewhere) is flagged, never compared silently
+    original = optuna.load_study(study_name=name, storage=url)
+    mixed = optuna.create_study(storage=url, study_name="mixed", directions=original.directions)
+    mixed.set_metric_names(original.metric_names)
+    for key, value in original.user_attrs.items():
+        mixed.set_user_attr(key, value)
+    moved = complete[0].number
+    for t in complete:
+        costs = {**t.user_attrs["costs"], **({"latency_device": "cpu: X"} if t.number == moved else {})}
+        mixed.add_trial(optuna.trial.create_trial(params=t.params, distributions=t.distributions, values=t.values,
+                                                  user_attrs={**t.user_attrs, "costs": costs}))
+    shown = lwnas(tmp_path, "status", "mixed", "--storage", url)
+    assert "measured on 2 different devices or machines and are not comparable" in shown.stdout, shown.stdout
+    assert "cpu: X: trials 0" in shown.stdout
 
     folder = tmp_path / "deploy"
     for fmt in ("torch", "onnx"):

@@ -118,3 +118,12 @@ def measure_latency(model: torch.nn.Module, batch: int, device: str = "cpu", thr
     cv = statistics.stdev(times) / mean if len(times) > 1 and mean > 0 else 0.0
     return Latency(batch=batch, ms=statistics.median(times) * 1e3, cv=cv, repeats=len(times),
                    device=describe_device(device, threads))
+
+
+def config_latencies(config, batches: list[int], device: str = "cpu", threads: int = 1) -> list[Latency]:
+    """Latency of the model ``config`` builds at each batch size (weights seeded: timing does not depend on them)."""
+    from searchspace import build_model
+
+    torch.manual_seed(0)
+    model = build_model(config)
+    return [measure_latency(model, b, device, threads) for b in batches]

@@ -81,14 +81,8 @@ def latency_costs(config: ArchConfig, settings: LatencySettings) -> dict[str, fl
     before a worker trains it, and one process on one device measures every point of the sweep, so the
     values of one study are comparable. ``latency_device`` names that device and machine.
     """
-    import torch
+    from trainers.latency import config_latencies
 
-    from searchspace import build_model
-    from trainers.latency import measure_latency
-
-    torch.manual_seed(0)  # latency does not depend on the weights' values; a fixed seed keeps it reproducible
-    model = build_model(config)
-    one = measure_latency(model, 1, settings.device, settings.threads)
-    many = measure_latency(model, settings.batch_size, settings.device, settings.threads)
+    one, many = config_latencies(config, [1, settings.batch_size], settings.device, settings.threads)
     return {"latency": one.ms, "latency_cv": one.cv, "latency_batch": many.ms, "latency_batch_cv": many.cv,
             "latency_batch_size": settings.batch_size, "latency_device": one.device}

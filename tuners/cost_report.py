@@ -72,15 +72,9 @@ def cost_rows(paths: list[Path], memory: bool, device: str, progress: Console,
 
 def _latencies(config: ArchConfig, settings: LatencySettings) -> list[Latency]:
     """Forward latency at batch 1 and at the asked batch size (once when that is 1)."""
-    import torch
+    from trainers.latency import config_latencies
 
-    from searchspace import build_model
-    from trainers.latency import measure_latency
-
-    torch.manual_seed(0)
-    model = build_model(config)
-    batches = sorted({1, settings.batch_size})
-    return [measure_latency(model, b, settings.device, settings.threads) for b in batches]
+    return config_latencies(config, sorted({1, settings.batch_size}), settings.device, settings.threads)
 
 
 def _latency_text(lat: Latency) -> str:

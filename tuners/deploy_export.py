@@ -97,7 +97,7 @@ def _explain(exc: BaseException, config: ArchConfig, fmt: str, failed_in: list) 
     else:
         where = f"this {config.family} configuration"
     return DeployExportError(f"{where} cannot be exported to {fmt}: {type(root).__name__}: {reason}; "
-                             f"export it as yaml and build it with lwnas instead")
+                             f"export it as yaml instead")
 
 
 def _chain(exc: BaseException):

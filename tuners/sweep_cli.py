@@ -214,7 +214,10 @@ def _export_checkpoint(checkpoint: Path, fmt: str, output: Path) -> None:
     if output.exists() and not output.is_dir():
         _fail(f"-o {output} is a file, not a folder: give a folder for the exported files")
     model, config, provenance = checkpoint_model(checkpoint)
-    output.mkdir(parents=True, exist_ok=True)
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _fail(f"cannot create {output}: {exc.strerror or exc}; choose a folder you can write to with -o")
     path = write_model(model, config, fmt, output / f"model{SUFFIX[fmt]}", provenance)
     sys.stdout.write(f"{path}\n")
     err.print(f"wrote {path} (trained weights of {checkpoint})", highlight=False, markup=False)
