@@ -18,6 +18,7 @@ import torch
 from sweep_procs import proc_env, read_trials, run_proc, lwnas
 from test_deploy_export import ATOL, RTOL, _expected, _inputs, run_standalone
 
+from dashboards.data import TrialCache
 from searchspace import ArchConfig, build_model
 from searchspace.study import StudyError, loads_study
 from trainers.latency import MIN_REPEATS, LatencyError, check_device, measure_latency
@@ -120,6 +121,10 @@ def test_latency_objective_sweeps_end_to_end_and_its_front_exports(tmp_path):
     assert "latency (min)" in status.stdout and "latency measured on cpu: " in status.stdout, status.stdout
     front = json.loads(lwnas(tmp_path, "status", name, "--storage", url, "--json").stdout)["front"]
     assert front and all(f["latency_device"].startswith("cpu: ") for f in front)
+
+    frame = TrialCache(url, name).load().frame  # the dashboard's trials table: latency with its spread and device
+    assert {"latency", "latency_cv", "latency_device"} <= set(frame.columns)
+    assert all(d.startswith("cpu: ") for d in frame["latency_device"])
 
     # a study whose trials were measured on two machines (a resume elsewhere) is flagged, never compared silently
     original = optuna.load_study(study_name=name, storage=url)
