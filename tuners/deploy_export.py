@@ -9,7 +9,6 @@ or onnxruntime; the configuration and the input names travel inside it as metada
 from __future__ import annotations
 
 import inspect
-import io
 import json
 import warnings
 from pathlib import Path
@@ -50,11 +49,12 @@ def metadata(config: ArchConfig, model, provenance: dict[str, Any]) -> str:
                        "provenance": provenance}, default=str)
 
 
-def _dynamic_batch(model, inputs):
+def _dynamic_batch(model) -> dict[str, dict[int, Any]]:
+    """Every input's first dimension is the batch: one shared symbol, 1 to MAX_BATCH."""
     import torch
 
     batch = torch.export.Dim("batch", min=1, max=MAX_BATCH)
-    return {name: {0: batch} for name in input_names(model)} if inputs else None
+    return {name: {0: batch} for name in input_names(model)}
 
 
 class _ModuleStack:
@@ -115,7 +115,7 @@ def export_program(model, config: ArchConfig):
     tracked = _ModuleStack(model)
     try:
         with torch.no_grad(), tracked:
-            return torch.export.export(model, inputs, dynamic_shapes=_dynamic_batch(model, inputs), strict=False)
+            return torch.export.export(model, inputs, dynamic_shapes=_dynamic_batch(model), strict=False)
     except Exception as exc:  # noqa: BLE001 - torch.export raises many unrelated types; all mean "not exportable"
         raise _explain(exc, config, "torch", tracked.failed_in) from None
 
@@ -144,7 +144,7 @@ def write_onnx(model, config: ArchConfig, path: Path, provenance: dict[str, Any]
     try:
         with torch.no_grad(), warnings.catch_warnings(), tracked:
             warnings.simplefilter("ignore")  # the exporter's progress notes are not the user's concern
-            program = torch.onnx.export(model, inputs, dynamo=True, dynamic_shapes=_dynamic_batch(model, inputs),
+            program = torch.onnx.export(model, inputs, dynamo=True, dynamic_shapes=_dynamic_batch(model),
                                         input_names=input_names(model), output_names=["output"],
                                         opset_version=ONNX_OPSET, verbose=False, report=False)
     except Exception as exc:  # noqa: BLE001 - as in export_program
@@ -152,8 +152,7 @@ def write_onnx(model, config: ArchConfig, path: Path, provenance: dict[str, Any]
     proto = program.model_proto
     entry = proto.metadata_props.add()
     entry.key, entry.value = METADATA, metadata(config, model, provenance)
-    buffer = io.BytesIO(proto.SerializeToString())
-    path.write_bytes(buffer.getvalue())
+    path.write_bytes(proto.SerializeToString())  # protobuf's 2 GB limit: far above the families' sizes
     return path
 
 
