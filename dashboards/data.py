@@ -31,7 +31,9 @@ from tuners.seeds import SeedGroup, groups_of, parent_of
 from tuners.storage import StorageError, TrialRecord, masked, open_storage, record_of
 
 OPEN_STATES = (TrialState.RUNNING, TrialState.WAITING)
-COST_METRICS = ("params", "madds", "memory")
+COST_METRICS = ("params", "madds", "memory", "latency", "latency_batch")
+# shown beside a measured latency: its spread and what measured it (latencies of two machines do not compare)
+LATENCY_DETAILS = ("latency_cv", "latency_batch_cv", "latency_device")
 RECENT = 8  # newest trials whose times give a study's last update in the picker
 
 
@@ -203,6 +205,7 @@ class StudyData:
     def frame(self) -> pd.DataFrame:
         """One row per trial: number, outcome, objectives, costs, knobs, time, host, failure."""
         costs = [c for c in COST_METRICS if c not in self.metrics and any(c in r.costs for r in self.records)]
+        costs += [c for c in LATENCY_DETAILS if any(c in r.costs for r in self.records)]
         rows = []
         for r in self.records:
             row: dict[str, Any] = {"trial": r.number, "outcome": r.outcome, "state": r.state}

@@ -12,7 +12,7 @@ import yaml
 from tuners.outcomes import Outcome
 
 from . import importance, plots, study_views
-from .data import COST_METRICS, StudyData, knobs_of
+from .data import COST_METRICS, LATENCY_DETAILS, StudyData, knobs_of
 from .exporting import export_download
 from .text import md
 
@@ -153,8 +153,15 @@ def trials_tab(data: StudyData) -> None:
     st.caption(f"{len(shown)} of {len(frame)} trials. Select rows to add them to the selection (sidebar).")
 
 
+def _cost_text(value: Any) -> str:
+    """Counts with thousands separators; a latency (ms) or a CV keeps its digits; the device line as it is."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:,.0f}" if isinstance(value, int) or abs(value) >= 1000 else f"{value:.4g}"
+    return str(value)
+
+
 def _costs_table(costs: dict[str, Any], constraints: dict[str, float]) -> pd.DataFrame:
-    rows = [{"cost": k, "value": f"{v:,.0f}" if isinstance(v, (int, float)) else str(v)} for k, v in costs.items()]
+    rows = [{"cost": k, "value": _cost_text(v)} for k, v in costs.items()]
     rows += [{"cost": f"constraint {k}", "value": f"{v:,.6g} ({'violated' if v > 0 else 'met'})"}
              for k, v in constraints.items()]
     return pd.DataFrame(rows, columns=["cost", "value"])
@@ -203,7 +210,7 @@ def compare_tab(data: StudyData) -> None:
     rows: dict[str, list[Any]] = {"outcome": [r.outcome for r in records]}
     for i, m in enumerate(data.metrics):
         rows[m] = [r.values[i] if r.values is not None else None for r in records]
-    for c in COST_METRICS:
+    for c in (*COST_METRICS, *LATENCY_DETAILS):
         if any(c in r.costs for r in records) and c not in rows:
             rows[c] = [r.costs.get(c) for r in records]
     only_diff = st.toggle("Only knobs that differ", value=True, key="compare_diff")

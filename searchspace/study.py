@@ -16,16 +16,17 @@ from typing import Any
 
 from .config import FAMILIES
 from .errors import ConfigError, did_you_mean, shown
+from .latency_settings import LATENCY_METRICS, LatencySettings, latency_settings
 from .space import SearchSpace, SpaceError
 from .training import STUDY_TRAINING_KEYS, training_value_problem
 from .yamlsource import YamlProblem, line_of, load_located, loads_located
 
-COST_METRICS = ("params", "madds", "memory")
+COST_METRICS = ("params", "madds", "memory", *LATENCY_METRICS)  # latency*: measured ms (latency_settings)
 DIRECTIONS = ("maximize", "minimize")
 SAMPLERS = ("nsga2", "tpe", "gp", "random", "nni-tpe", "nni-evolution")
 SCHEDULERS = ("none", "mo-asha")
 TOP_KEYS = ("name", "description", "task", "task_options", "family", "objectives", "constraints", "budget",
-            "tuner", "seed_configs", "training", "space")
+            "tuner", "seed_configs", "training", "space", "latency")
 # a study's name becomes part of file and folder names (Ray's results, exports) and of printed
 # shell commands: one path component that cannot climb out of its folder or be read as an option
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}\Z")  # \Z: `$` would let a trailing newline through
@@ -46,7 +47,7 @@ class Objective:
 
 @dataclass(frozen=True)
 class Constraint:
-    """Bounds on a static cost (``params``, ``madds`` or ``memory`` in bytes), checked before training."""
+    """Bounds on a cost (``params``, ``madds``, ``memory`` in bytes, ``latency*`` in ms), checked before training."""
 
     metric: str
     min: float | None = None
@@ -112,6 +113,7 @@ class Study:
     path: Path | None = None
     lines: dict = field(default_factory=dict, repr=False, compare=False)
     source: dict = field(default_factory=dict, repr=False, compare=False)  # the file's data, as read
+    latency: LatencySettings = LatencySettings()  # how the latency metrics are measured
 
     def where(self, path: tuple) -> str:
         """``file:line: dotted.path`` for messages about this study."""
@@ -187,6 +189,7 @@ def study_from_dict(data: Any, path: Path | None = None, lines: dict | None = No
     budget = _budget(data.get("budget") or {}, problems)
     tuner = _tuner(data.get("tuner") or {}, problems)
     training = _training(data.get("training") or {}, data.get("space") or {}, problems)
+    latency = latency_settings(data.get("latency") or {}, problems)
     task_options = data.get("task_options") or {}
     if not isinstance(task_options, Mapping):
         problems.append((("task_options",), "must be a mapping of keyword arguments for the task"))
@@ -202,7 +205,7 @@ def study_from_dict(data: Any, path: Path | None = None, lines: dict | None = No
     return Study(name=name, task=task, family=family, objectives=objectives, space=space, constraints=constraints,
                  budget=budget, tuner=tuner, training=dict(training), seed_configs=seeds,
                  task_options=dict(task_options), description=str(data.get("description", "")), path=path,
-                 lines=lines, source=dict(data))
+                 lines=lines, source=dict(data), latency=latency)
 
 
 def _location(path: Path | None, lines: dict, where: tuple) -> str:

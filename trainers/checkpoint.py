@@ -49,15 +49,7 @@ def load_run(path: Path, device: str = "auto", data: Path | None = None) -> tupl
 
     ``data`` replaces the data path the checkpoint recorded (a `features` run evaluated elsewhere).
     """
-    ckpt = _read_checkpoint(path)
-    config = ArchConfig.from_dict(ckpt["config"])
-    model = build_model(config)
-    try:
-        model.load_state_dict(ckpt["state_dict"])
-    except RuntimeError as exc:  # missing, unexpected or mis-shaped weights
-        detail = " ".join(str(exc).split())
-        raise CheckpointError(f"{path}: its weights do not match its configuration ({shorten(detail, 300)}); "
-                              f"was the file edited? Train the configuration again with `lwnas train`") from None
+    model, ckpt = load_model(path)
     dev = resolve_device(TrainSettings(device=device).device)
     options = {**ckpt["task_options"], **({"path": str(data)} if data else {})}
     try:
@@ -69,6 +61,20 @@ def load_run(path: Path, device: str = "auto", data: Path | None = None) -> tupl
                               f"--data with the data file (the checkpoint keeps the absolute path `lwnas train` "
                               f"read it from)") from None
     return model.to(dev).eval(), task, ckpt
+
+
+def load_model(path: Path) -> tuple[torch.nn.Module, dict]:
+    """The model of a checkpoint with its trained weights (on the CPU, eval mode), and the checkpoint."""
+    ckpt = _read_checkpoint(path)
+    config = ArchConfig.from_dict(ckpt["config"])
+    model = build_model(config)
+    try:
+        model.load_state_dict(ckpt["state_dict"])
+    except RuntimeError as exc:  # missing, unexpected or mis-shaped weights
+        detail = " ".join(str(exc).split())
+        raise CheckpointError(f"{path}: its weights do not match its configuration ({shorten(detail, 300)}); "
+                              f"was the file edited? Train the configuration again with `lwnas train`") from None
+    return model.eval(), ckpt
 
 
 def _read_checkpoint(path: Path) -> dict[str, Any]:

@@ -55,7 +55,13 @@ def cost(
     memory: Annotated[bool, typer.Option(
         "--memory/--no-memory",
         help="Also measure peak memory of one forward + backward at batch 1 (slower: runs the model).")] = True,
-    device: Annotated[str, typer.Option(help="Device for the memory measurement: cpu or cuda.")] = "cpu",
+    device: Annotated[str, typer.Option(help="Device for the memory and latency measurements: cpu or cuda.")
+                      ] = "cpu",
+    latency: Annotated[bool, typer.Option(
+        "--latency", help="Also measure forward latency (median ms and its CV) at batch 1 and --latency-batch, "
+                          "after warm-up, on --device (slower: runs the model many times).")] = False,
+    latency_batch: Annotated[int, typer.Option(help="The second batch size of --latency.", min=1, max=4096)] = 8,
+    threads: Annotated[int, typer.Option(help="CPU threads torch uses for --latency.", min=1, max=256)] = 1,
     task: Annotated[Optional[str], typer.Option(
         "--task", "-t", help="Cost at this task's input sizes (grid, vocabulary, regions, classes), as training "
                              "builds the model; default: the file's `task`, else the family's defaults.")] = None,
@@ -68,14 +74,21 @@ def cost(
     """Static cost of configurations, before any training.
 
     Parameters (total and by section; shared weights count once), MAdds of every matrix multiply at the
-    configured input sizes, and peak memory of one forward + backward at batch 1. Files with a `reference`
+    configured input sizes, and peak memory of one forward + backward at batch 1; with --latency, the measured
+    forward time (median and CV) and the device that measured it. Files with a `reference`
     section (the paper-table rows under studies/papers) are compared with the published figures.
     """
     from searchspace import ConfigError
+    from searchspace.latency_settings import LatencySettings
 
     fmt = CostFormat.json if as_json else fmt
     try:
-        rows = cost_rows(paths, memory=memory, device=device, progress=err, task=task)
+        settings = LatencySettings(device=device, batch_size=latency_batch, threads=threads) if latency else None
+        if settings:
+            from trainers.latency import check_device
+
+            check_device(device)
+        rows = cost_rows(paths, memory=memory, device=device, progress=err, task=task, latency=settings)
     except ConfigError as exc:
         _exit_on_config_error(exc)
     text = render_cost(rows, fmt)

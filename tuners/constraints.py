@@ -1,7 +1,7 @@
 """Static constraints of a study, checked from the cost model before any training.
 
-``StaticCosts`` computes a point's parameters, MAdds and (only when the study uses it) peak memory
-at the task's input sizes, and tells whether the point meets the study's constraints. It keeps a
+``StaticCosts`` computes a point's parameters, MAdds and (only when the study uses them) peak memory
+and measured latency at the task's input sizes, and tells whether the point meets the study's constraints. It keeps a
 tally of rejected points by reason, which sweeps record and ``lwnas space sample`` prints.
 """
 
@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from searchspace import ArchConfig
+from searchspace.latency_settings import LATENCY_METRICS, LatencySettings
 from searchspace.study import Study
 from trainers.cost import CostReport, cost
 from trainers.tasks import Task, adapt_config
@@ -40,6 +41,11 @@ class StaticCosts:
         self.study, self.task, self.device = study, task, device
         used = {c.metric for c in study.constraints} | {o.metric for o in study.objectives}
         self.memory = "memory" in used
+        self.latency = bool(used & set(LATENCY_METRICS))
+        if self.latency:
+            from trainers.latency import check_device
+
+            check_device(study.latency.device)  # no GPU here: say so before any point is costed
         self.checked = 0
         self.rejected_points = 0
         self.rejected: Counter[str] = Counter()  # by constraint; a point may break several
@@ -48,10 +54,13 @@ class StaticCosts:
         return adapt_config(config, self.task) if self.task is not None else config
 
     def evaluate(self, config: ArchConfig) -> Verdict:
-        report = cost(self.adapt(config), memory=self.memory, device=self.device)
-        costs: dict[str, float] = {"params": report.params, "madds": report.madds}
+        config = self.adapt(config)
+        report = cost(config, memory=self.memory, device=self.device)
+        costs: dict[str, float | str] = {"params": report.params, "madds": report.madds}
         if self.memory:
             costs["memory"] = report.memory_bytes
+        if self.latency:
+            costs.update(latency_costs(config, self.study.latency))
         violations = {c.describe(): c.violation(costs[c.metric]) for c in self.study.constraints}
         verdict = Verdict(costs, violations, report)
         self.checked += 1
@@ -63,3 +72,17 @@ class StaticCosts:
     def summary(self) -> dict[str, Any]:
         """``{"checked": n, "rejected": m, "reasons": {constraint: count}}``."""
         return {"checked": self.checked, "rejected": self.rejected_points, "reasons": dict(self.rejected)}
+
+
+def latency_costs(config: ArchConfig, settings: LatencySettings) -> dict[str, float | str]:
+    """``latency`` (ms, batch 1), ``latency_batch`` (ms at the study's batch size), their CVs and the device line.
+
+    Measured here, in the driver, before training (like memory): a latency constraint must reject a point
+    before a worker trains it, and one process on one device measures every point of the sweep, so the
+    values of one study are comparable. ``latency_device`` names that device and machine.
+    """
+    from trainers.latency import config_latencies
+
+    one, many = config_latencies(config, [1, settings.batch_size], settings.device, settings.threads)
+    return {"latency": one.ms, "latency_cv": one.cv, "latency_batch": many.ms, "latency_batch_cv": many.cv,
+            "latency_batch_size": settings.batch_size, "latency_device": one.device}

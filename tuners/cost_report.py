@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
@@ -14,6 +14,7 @@ from rich.table import Table
 from typing import TYPE_CHECKING
 
 from searchspace.files import ConfigFile, find_config_files, load_config_file
+from searchspace.latency_settings import LatencySettings
 
 from .file_progress import FileProgress
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:  # the cost model needs torch; `lwnas --help` must not import 
     from searchspace import ArchConfig
     from trainers.tasks import Task
     from trainers import CostReport
+    from trainers.latency import Latency
     from trainers.reference import Comparison
 
 
@@ -36,10 +38,11 @@ class CostRow:
     file: ConfigFile
     report: CostReport
     comparisons: list[Comparison]
+    latency: list[Latency] = field(default_factory=list)  # batch 1, then the asked batch size (--latency)
 
 
 def cost_rows(paths: list[Path], memory: bool, device: str, progress: Console,
-              task: str | None = None) -> list[CostRow]:
+              task: str | None = None, latency: LatencySettings | None = None) -> list[CostRow]:
     """Load and cost every file (directories expand to their YAML files), with a progress bar.
 
     With a task (``task`` or the file's own `task` section) a configuration is costed at the task's
@@ -61,8 +64,21 @@ def cost_rows(paths: list[Path], memory: bool, device: str, progress: Console,
         for f, config in zip(files, configs):
             bar.start(f.path)
             report = cost(config, memory=memory, device=device)
-            rows.append(CostRow(f.path, f, report, compare(config, report, f.reference) if f.reference else []))
+            measured = _latencies(config, latency) if latency else []
+            rows.append(CostRow(f.path, f, report, compare(config, report, f.reference) if f.reference else [],
+                                measured))
     return rows
+
+
+def _latencies(config: ArchConfig, settings: LatencySettings) -> list[Latency]:
+    """Forward latency at batch 1 and at the asked batch size (once when that is 1)."""
+    from trainers.latency import config_latencies
+
+    return config_latencies(config, sorted({1, settings.batch_size}), settings.device, settings.threads)
+
+
+def _latency_text(lat: Latency) -> str:
+    return f"{lat.ms:.3f} ms (CV {lat.cv:.1%}, n={lat.repeats})"
 
 
 def _at_task(f: ConfigFile, task: Task) -> ArchConfig:
@@ -99,6 +115,8 @@ def render_cost(rows: list[CostRow], fmt: CostFormat) -> str:
 
 def _row_json(row: CostRow) -> dict:
     out = {"config": str(row.path), **row.report.to_dict(), "knobs": row.file.config.to_dict()}
+    if row.latency:
+        out["latency"] = [lat.to_dict() for lat in row.latency]
     if row.comparisons:
         out["reference"] = [{"metric": c.metric, "scope": c.scope, "paper": c.paper.text, "ours": c.ours,
                              "rel_error": round(c.rel_error, 5), "matches": c.matches, "asserted": c.asserted}
@@ -120,6 +138,8 @@ def _row_table(row: CostRow) -> Table:
         table.add_row(f"peak memory fwd+bwd, batch 1 ({r.memory_device})", _human(r.memory_bytes, "B"), "")
     if r.attention_map_bytes is not None:
         table.add_row("attention maps (naive kernel)", _human(r.attention_map_bytes, "B"), "")
+    for lat in row.latency:
+        table.add_row(f"latency, batch {lat.batch} (median)", _latency_text(lat), lat.device)
     for c in row.comparisons:
         verdict = "ok" if c.matches else ("MISMATCH" if c.asserted else "paper inconsistent")
         table.add_row(f"paper {c.metric} ({c.scope})", c.paper.text, f"ours {_human(c.ours)} {c.rel_error:+.2%} {verdict}")
@@ -137,14 +157,21 @@ def _verdict(comparisons: list[Comparison]) -> str:
 def _summary_table(rows: list[CostRow]) -> Table:
     """One line per configuration: the overview for a directory of files."""
     table = Table(show_edge=False)
-    for name, justify in (("configuration", "left"), ("params", "right"), ("MAdds", "right"),
-                          ("peak memory", "right"), ("paper", "left")):
+    batches = sorted({lat.batch for row in rows for lat in row.latency})
+    columns = [("configuration", "left"), ("params", "right"), ("MAdds", "right"), ("peak memory", "right"),
+               *((f"latency b{b} (CV)", "right") for b in batches), ("paper", "left")]
+    for name, justify in columns:
         table.add_column(name, justify=justify)
     for row in rows:
         r = row.report
         figures = ", ".join(f"{c.metric}/{c.scope} {c.paper.text}: {c.rel_error:+.2%}" for c in row.comparisons)
         paper = f"{_verdict(row.comparisons)} ({figures})" if figures else ""
-        table.add_row(str(row.path), _human(r.params), _human(r.madds), _human(r.memory_bytes, "B"), paper)
+        by_batch = {lat.batch: f"{lat.ms:.3f} ms ({lat.cv:.0%})" for lat in row.latency}
+        table.add_row(str(row.path), _human(r.params), _human(r.madds), _human(r.memory_bytes, "B"),
+                      *(by_batch.get(b, "-") for b in batches), paper)
+    devices = sorted({lat.device for row in rows for lat in row.latency})
+    if devices:
+        table.caption = "latency measured on " + "; ".join(devices)
     return table
 
 

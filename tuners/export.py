@@ -114,22 +114,43 @@ def export_text(ot_study: optuna.Study, record: TrialRecord) -> str:
     return dump_config(config, keys.plain({**task_section, "training": training, "provenance": provenance}))
 
 
-def export_file_name(ot_study: optuna.Study, record: TrialRecord) -> str:
+def export_file_name(ot_study: optuna.Study, record: TrialRecord, suffix: str = ".yaml") -> str:
     """One file name, never a path: the study's name may come from storage written by anyone."""
-    return f"{path_component(ot_study.study_name)}-trial-{record.number:04d}.yaml"
+    return f"{path_component(ot_study.study_name)}-trial-{record.number:04d}{suffix}"
 
 
-def export_trials(ot_study: optuna.Study, which: str, out_dir: Path, infeasible: bool = False) -> list[Path]:
-    """Write the chosen trials' YAML files into ``out_dir`` (created if needed); their paths."""
+def write_trial_model(ot_study: optuna.Study, record: TrialRecord, fmt: str, path: Path) -> Path:
+    """A trial's model as a deployable file (``torch`` .pt2 or ``onnx``), with initialised weights: a search
+    trial keeps none, so they are drawn with the trial's seed; train the YAML export for trained weights."""
+    from .deploy_export import initialised_model, write_model
+
+    study, training = trial_settings(ot_study, record)
+    config = ArchConfig.from_dict(record.config)
+    provenance = {"study": ot_study.study_name, "task": study.task, "trial": record.number,
+                  "values": dict(zip(ot_study.metric_names or [], record.values or [])), "costs": record.costs,
+                  "weights": f"initialised (seed {training['seed']}), not trained"}
+    return write_model(initialised_model(config, training["seed"]), config, fmt, path, keys.plain(provenance))
+
+
+def export_trials(ot_study: optuna.Study, which: str, out_dir: Path, infeasible: bool = False,
+                  fmt: str = "yaml") -> list[Path]:
+    """Write the chosen trials' files (YAML, or a model file for ``torch``/``onnx``) into ``out_dir``."""
+    from .deploy_export import FORMATS, SUFFIX
+
+    if fmt not in FORMATS:
+        raise ExportError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     records = select_trials(ot_study, which, infeasible)
     if out_dir.exists() and not out_dir.is_dir():
-        raise ExportError(f"-o {out_dir} is a file, not a folder: give a folder for the YAML files")
+        raise ExportError(f"-o {out_dir} is a file, not a folder: give a folder for the exported files")
     paths = []
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         for record in records:
-            path = out_dir / export_file_name(ot_study, record)
-            path.write_text(export_text(ot_study, record))
+            path = out_dir / export_file_name(ot_study, record, SUFFIX.get(fmt, ".yaml"))
+            if fmt == "yaml":
+                path.write_text(export_text(ot_study, record))
+            else:
+                write_trial_model(ot_study, record, fmt, path)
             paths.append(path)
     except OSError as exc:
         where = exc.filename or out_dir

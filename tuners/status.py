@@ -41,7 +41,9 @@ def study_status(ot_study: optuna.Study, trials: list[optuna.trial.FrozenTrial] 
     front = pareto_front_groups(groups, directions)
     return {"study": ot_study.study_name, "trials": len(records), "outcomes": outcomes, "objectives": names,
             "directions": directions, "reference_point": ref, "hypervolume": hypervolume(means, objectives, ref),
-            "front": [front_entry(g, names) for g in front],
+            "front": [{**front_entry(g, names), **({"latency_device": g.record.costs["latency_device"]}
+                                                   if "latency_device" in g.record.costs else {})} for g in front],
+            "latency_devices": latency_devices(records),
             "seconds_per_trial": sum(timed) / len(timed) if timed else None, "timed_trials": len(timed),
             "rejected": ot_study.user_attrs.get(keys.STUDY_REJECTED), **budget_status(ot_study)}
 
@@ -53,3 +55,12 @@ def budget_status(ot_study: optuna.Study) -> dict[str, Any]:
     budget = ot_study.user_attrs.get(keys.STUDY_BUDGET, spec_budget.get("trials", Budget().trials))
     return {"budget": budget, "budget_changes": ot_study.user_attrs.get(keys.STUDY_BUDGET_CHANGES, []),
             "ended": ended(ot_study), "confirmations": ot_study.user_attrs.get(keys.STUDY_CONFIRMATIONS, [])}
+
+
+def latency_devices(records: list) -> dict[str, list[int]]:
+    """Which device and machine measured the latencies of which trials (more than one: not comparable)."""
+    out: dict[str, list[int]] = {}
+    for r in records:
+        if "latency_device" in r.costs:
+            out.setdefault(str(r.costs["latency_device"]), []).append(r.number)
+    return out

@@ -15,7 +15,7 @@ import numpy as np
 
 from searchspace.domains import Choice, IntRange
 from searchspace.space import Knob, Point, SearchSpace
-from searchspace.study import Study, StudyError, load_study
+from searchspace.study import COST_METRICS, Study, StudyError, load_study
 from trainers.tasks import Task, resolve_task
 from trainers.tasks.base import absolute_path_options, task_class
 
@@ -120,7 +120,7 @@ def task_problems(study: Study, task: Task) -> list[tuple[str, str]]:
         where = study.where(("objectives", objective.metric if as_mapping else i))
         if objective.metric not in metrics:
             problems.append((where, f"task `{study.task}` reports no metric `{objective.metric}`; it reports "
-                                    f"{', '.join(sorted(metrics))} (and the costs params, madds, memory)"))
+                                    f"{', '.join(sorted(metrics))} (and the costs {', '.join(COST_METRICS)})"))
         elif metrics[objective.metric] != objective.direction:
             problems.append((where, f"`{objective.metric}` should be {metrics[objective.metric]}d, "
                                     f"not {objective.direction}d"))

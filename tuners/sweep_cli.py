@@ -159,29 +159,83 @@ def status(
         out.print(f"time per trained trial: {s['seconds_per_trial']:.1f} s (mean of {s['timed_trials']})",
                   highlight=False)
     print_front(ot_study, None, out, trials)
+    _print_latency_devices(s["latency_devices"], out)
+
+
+def _print_latency_devices(devices: dict[str, list[int]], out: Console) -> None:
+    """Name the machine behind every latency; several machines are flagged, never compared silently."""
+    if len(devices) == 1:
+        out.print(f"latency measured on {escape(next(iter(devices)))}", highlight=False)
+    elif devices:
+        out.print(f"[yellow]warning[/yellow] latencies of this study were measured on {len(devices)} different "
+                  f"devices or machines and are not comparable across them:", highlight=False)
+        for device, numbers in devices.items():
+            out.print(f"  {escape(device)}: trials {', '.join(map(str, numbers))}", highlight=False)
 
 
 def export(
-    name: Annotated[str, typer.Argument(help="Name of the study in storage.")],
+    name: Annotated[Optional[str], typer.Argument(help="Name of the study in storage (or give --checkpoint).")
+                    ] = None,
     trials: Annotated[str, typer.Option(help="`pareto` (the front) or trial numbers like 1,5,9.")] = "pareto",
-    output: Annotated[Path, typer.Option("--output", "-o", help="Directory for the YAML files.")] = Path("exported"),
+    output: Annotated[Path, typer.Option("--output", "-o", help="Directory for the exported files.")
+                      ] = Path("exported"),
+    fmt: Annotated[str, typer.Option(
+        "--format", "-f", help="yaml: a configuration `lwnas train` accepts; torch: a torch.export .pt2 and onnx: an "
+                               ".onnx model, both of which run without lwnas (see docs/deploy.md).")] = "yaml",
+    checkpoint: Annotated[Optional[Path], typer.Option(
+        "--checkpoint", help="Export this checkpoint.pt of `lwnas train` (its trained weights) instead of a study's "
+                             "trials; with --format torch or onnx.")] = None,
     infeasible: Annotated[bool, typer.Option(
         "--infeasible", help="Allow --trials numbers that name infeasible trials (they broke the constraints and were "
                             "never trained; `pareto` never holds one).")] = False,
     storage: Storage = DEFAULT_STORAGE,
 ) -> None:
-    """Write one YAML per trial (configuration, task, training settings with the trial's seed, provenance)
-    that `lwnas train` reproduces as it is."""
+    """Write one file per trial: a YAML (configuration, task, training settings with the trial's seed, provenance)
+    that `lwnas train` reproduces as it is, or with --format torch/onnx a model file that runs without lwnas.
+
+    A study's trials keep no weights, so their model files hold initialised weights (drawn with the trial's seed);
+    export a `lwnas train` checkpoint with --checkpoint for trained weights."""
+    from .deploy_export import FORMATS
     from .export import ExportError, export_trials
 
+    if fmt not in FORMATS:
+        _fail(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}", code=2)
+    if (name is None) == (checkpoint is None):
+        _fail("give a study NAME or --checkpoint PATH (one of them)", code=2)
+    if checkpoint is not None:
+        _export_checkpoint(checkpoint, fmt, output)
+        return
     ot_study = _load_ot_study(name, storage)
     try:
-        paths = export_trials(ot_study, trials, output, infeasible)
+        paths = export_trials(ot_study, trials, output, infeasible, fmt)
     except ExportError as exc:
         _fail(str(exc))
     if not paths:
         _fail(f"study {name!r} has no trial on its Pareto front yet")
     for p in paths:
         sys.stdout.write(f"{p}\n")
-    err.print(f"wrote {len(paths)} files; retrain one (the same seed reproduces its values) with: "
-              f"lwnas train {shlex.quote(str(paths[0]))}", highlight=False, markup=False)
+    if fmt == "yaml":
+        err.print(f"wrote {len(paths)} files; retrain one (the same seed reproduces its values) with: "
+                  f"lwnas train {shlex.quote(str(paths[0]))}", highlight=False, markup=False)
+    else:
+        err.print(f"wrote {len(paths)} {fmt} files with initialised weights (a search keeps none); train a YAML "
+                  f"export and use --checkpoint for trained weights", highlight=False, markup=False)
+
+
+def _export_checkpoint(checkpoint: Path, fmt: str, output: Path) -> None:
+    """``lwnas export --checkpoint PATH``: the trained model as one file in ``output``."""
+    from .deploy_export import SUFFIX, checkpoint_model, write_model
+
+    if fmt == "yaml":
+        _fail(f"--checkpoint exports a model file: use --format torch or onnx (the configuration is already in "
+              f"{checkpoint.parent / 'config.yaml'})", code=2)
+    if output.exists() and not output.is_dir():
+        _fail(f"-o {output} is a file, not a folder: give a folder for the exported files")
+    model, config, provenance = checkpoint_model(checkpoint)
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _fail(f"cannot create {output}: {exc.strerror or exc}; choose a folder you can write to with -o")
+    path = write_model(model, config, fmt, output / f"model{SUFFIX[fmt]}", provenance)
+    sys.stdout.write(f"{path}\n")
+    err.print(f"wrote {path} (trained weights of {checkpoint})", highlight=False, markup=False)

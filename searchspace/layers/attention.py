@@ -137,4 +137,8 @@ class MultiHeadAttention(nn.Module):
         v = v.view(b, tk, h, -1).transpose(1, 2)  # (B, H, Tk, d_v)
         bias = self.relation_bias(relation) if self.relation is not None and relation is not None else None
         out = self.kernel(q, k, v, key_mask=key_mask, causal=causal, bias=bias)  # (B, H, Tq, d_v)
-        return self.out_proj(out.transpose(1, 2).reshape(b, tq, d))
+        # an explicit contiguous copy, not reshape: the ONNX exporter's SDPA decomposition changes the output's
+        # strides after tracing, and a reshape traced as a view then fails (ORT's relation bias). Where the
+        # kernel's layout made reshape a free view, this costs one copy of the (B, Tq, d) output.
+        merged = out.transpose(1, 2).clone(memory_format=torch.contiguous_format).view(b, tq, d)
+        return self.out_proj(merged)

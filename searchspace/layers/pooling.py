@@ -71,6 +71,12 @@ class SketchPool(nn.Module):
         b, t, _ = x.shape
         if mask is None:  # every token is real: no gather/scatter needed
             per_token = self.coder(x.reshape(b * t, -1)).view(b, t, self.out_dim)
+        elif not self.training:
+            # BatchNorm uses its running statistics in eval mode, so each token's code is independent of the
+            # others: code every token and zero the padding. Same values as the gather below, without its
+            # data-dependent shape (M), which torch.export and ONNX cannot trace with a dynamic batch.
+            coded = self.coder(x.reshape(b * t, -1)).view(b, t, self.out_dim)
+            per_token = torch.where(mask.unsqueeze(-1), coded, torch.zeros_like(coded))
         else:
             coded = self.coder(x[mask])  # (M, N*K) for the M real tokens of the batch
             per_token = x.new_zeros(b, t, self.out_dim).masked_scatter(mask.unsqueeze(-1), coded)

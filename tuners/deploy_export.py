@@ -1,0 +1,190 @@
+"""Deployable exports: a model file that runs without lwnas (``torch.export`` ``.pt2``, or ONNX).
+
+``lwnas export --format torch|onnx`` builds the model of a study's trial (initialised weights, seeded with the
+trial's seed: a search trial keeps no weights) or of a ``lwnas train`` checkpoint (its trained weights), and
+writes it in eval mode with a dynamic batch dimension. The artifact needs only torch (``torch.export.load``)
+or onnxruntime; the configuration and the input names travel inside it as metadata (``lwnas.json``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+from searchspace import ArchConfig
+from searchspace.errors import LwnasError, shorten
+
+FORMATS = ("yaml", "torch", "onnx")
+SUFFIX = {"torch": ".pt2", "onnx": ".onnx"}
+METADATA = "lwnas.json"  # extra file of the .pt2 and metadata key of the .onnx
+ONNX_OPSET = 18
+MAX_BATCH = 4096  # the dynamic batch dimension's upper bound (torch.export needs one to reason about shapes)
+
+# The knob a module implements: a failure inside it is reported as that knob's (innermost module first).
+_KNOB_OF_MODULE = {
+    "CoupledAttention": "attention", "SketchPool": "pooling", "SketchCoder": "pooling", "AttentionPool": "pooling",
+    "GroupedLinear": "groups", "FeedForward": "g_ffn", "MultiHeadAttention": "attention_sharing",
+    "Embedding": "radix_base",
+}
+
+
+class DeployExportError(LwnasError, ValueError):
+    """A model that cannot be written in the asked format (the message names the knob and why)."""
+
+
+def input_names(model) -> list[str]:
+    """The names of ``forward``'s tensor arguments that ``example_inputs`` fills, in order."""
+    params = list(inspect.signature(model.forward).parameters)
+    return params[: len(model.example_inputs(batch=1))]
+
+
+def metadata(config: ArchConfig, model, provenance: dict[str, Any]) -> str:
+    """What a user of the artifact needs without lwnas: inputs (name, shape, dtype), configuration, origin."""
+    inputs = [{"name": n, "shape": ["batch", *t.shape[1:]], "dtype": str(t.dtype).removeprefix("torch.")}
+              for n, t in zip(input_names(model), model.example_inputs(batch=1))]
+    return json.dumps({"format": "lwnas-deploy/1", "inputs": inputs, "config": config.to_dict(),
+                       "provenance": provenance}, default=str)
+
+
+def _dynamic_batch(model) -> dict[str, dict[int, Any]]:
+    """Every input's first dimension is the batch: one shared symbol, 1 to MAX_BATCH."""
+    import torch
+
+    batch = torch.export.Dim("batch", min=1, max=MAX_BATCH)
+    return {name: {0: batch} for name in input_names(model)}
+
+
+class _ModuleStack:
+    """The modules being run while an exporter traces (forward hooks): where a failure happened."""
+
+    def __init__(self, model):
+        self.stack: list = []
+        self.failed_in: list = []
+        self.handles = [h for m in model.modules() for h in (
+            m.register_forward_pre_hook(self._enter), m.register_forward_hook(self._leave))]
+
+    def _enter(self, module, args) -> None:
+        self.stack.append(module)
+
+    def _leave(self, module, args, output) -> None:  # returns None: the output is left as it is
+        self.stack.pop()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.failed_in = list(self.stack)  # a module whose forward raised never ran its exit hook
+        for h in self.handles:
+            h.remove()
+        return False
+
+
+def _explain(exc: BaseException, config: ArchConfig, fmt: str, failed_in: list) -> DeployExportError:
+    """A DeployExportError naming the knob whose module the exporter failed in, and the exporter's reason."""
+    root = list(_chain(exc))[-1]
+    reason = shorten(" ".join(str(root).split()) or type(root).__name__, 300)
+    knobs = [(type(m).__name__, _KNOB_OF_MODULE[type(m).__name__]) for m in reversed(failed_in)
+             if type(m).__name__ in _KNOB_OF_MODULE]
+    if knobs and not (knobs[0][1] == "radix_base" and not config.radix_base):
+        module, knob = knobs[0]
+        value = "coupled" if knob == "attention" else getattr(config, knob, None)
+        if knob == "attention_sharing":
+            value = config.attention_sharing_of("encoder")
+        where = f"the knob `{knob}: {value}` ({module})"
+    else:
+        where = f"this {config.family} configuration"
+    return DeployExportError(f"{where} cannot be exported to {fmt}: {type(root).__name__}: {reason}; "
+                             f"export it as yaml instead")
+
+
+def _chain(exc: BaseException):
+    while exc is not None:
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def export_program(model, config: ArchConfig):
+    """The model (eval mode) as a ``torch.export.ExportedProgram`` with a dynamic batch dimension."""
+    import torch
+
+    model = model.eval()
+    inputs = model.example_inputs(batch=2)  # batch 2: a size-1 example would be specialised to 1
+    tracked = _ModuleStack(model)
+    try:
+        with torch.no_grad(), tracked:
+            return torch.export.export(model, inputs, dynamic_shapes=_dynamic_batch(model), strict=False)
+    except Exception as exc:  # noqa: BLE001 - torch.export raises many unrelated types; all mean "not exportable"
+        raise _explain(exc, config, "torch", tracked.failed_in) from None
+
+
+def write_torch(model, config: ArchConfig, path: Path, provenance: dict[str, Any]) -> Path:
+    """``path`` (.pt2): ``torch.export.load(path).module()(*inputs)`` runs it with torch alone."""
+    import torch
+
+    program = export_program(model, config)
+    torch.export.save(program, path, extra_files={METADATA: metadata(config, model, provenance)})
+    return path
+
+
+def write_onnx(model, config: ArchConfig, path: Path, provenance: dict[str, Any]) -> Path:
+    """``path`` (.onnx): onnxruntime runs it; inputs are named as ``forward``'s arguments, output ``output``."""
+    import torch
+
+    try:
+        import onnx  # noqa: F401 - torch.onnx.export needs it (and onnxscript)
+    except ImportError:
+        raise DeployExportError("--format onnx needs the onnx and onnxscript packages: pip install onnx "
+                                "onnxscript onnxruntime") from None
+    model = model.eval()
+    inputs = model.example_inputs(batch=2)
+    tracked = _ModuleStack(model)
+    try:
+        with torch.no_grad(), warnings.catch_warnings(), tracked:
+            warnings.simplefilter("ignore")  # the exporter's progress notes are not the user's concern
+            program = torch.onnx.export(model, inputs, dynamo=True, dynamic_shapes=_dynamic_batch(model),
+                                        input_names=input_names(model), output_names=["output"],
+                                        opset_version=ONNX_OPSET, verbose=False, report=False)
+    except Exception as exc:  # noqa: BLE001 - as in export_program
+        raise _explain(exc, config, "onnx", tracked.failed_in) from None
+    proto = program.model_proto
+    entry = proto.metadata_props.add()
+    entry.key, entry.value = METADATA, metadata(config, model, provenance)
+    path.write_bytes(proto.SerializeToString())  # protobuf's 2 GB limit: far above the families' sizes
+    return path
+
+
+WRITERS = {"torch": write_torch, "onnx": write_onnx}
+
+
+def write_model(model, config: ArchConfig, fmt: str, path: Path, provenance: dict[str, Any]) -> Path:
+    """Write ``model`` in ``fmt`` (``torch`` or ``onnx``) to ``path``."""
+    if fmt not in WRITERS:
+        raise DeployExportError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    try:
+        return WRITERS[fmt](model, config, path, provenance)
+    except OSError as exc:
+        raise DeployExportError(f"cannot write {path}: {exc.strerror or exc}; choose a folder you can write to "
+                                f"with -o") from None
+
+
+def initialised_model(config: ArchConfig, seed: int):
+    """A study trial's model: built with the trial's seed (a search keeps no weights)."""
+    import torch
+
+    from searchspace import build_model
+
+    torch.manual_seed(seed)
+    return build_model(config).eval()
+
+
+def checkpoint_model(path: Path):
+    """A ``lwnas train`` checkpoint's model with its trained weights, its configuration and provenance."""
+    from trainers.checkpoint import load_model
+
+    model, ckpt = load_model(path)  # the task's data is not needed to export
+    provenance = {"checkpoint": str(path), "task": ckpt["task"], "weights": "trained",
+                  "metrics": {k: v for k, v in ckpt.get("metrics", {}).items() if k != "history"}}
+    return model, ArchConfig.from_dict(ckpt["config"]), provenance
