@@ -23,7 +23,7 @@ from searchspace import ArchConfig, build_model
 from searchspace.study import StudyError, loads_study
 from trainers.latency import MIN_REPEATS, LatencyError, check_device, measure_latency
 from tuners.study_check import task_family
-from tuners.trainable import trial_seed
+from tuners.record import trial_seed
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -124,9 +124,9 @@ def write_trial_model(ot_study: optuna.Study, record: TrialRecord, fmt: str, pat
     trial keeps none, so they are drawn with the trial's seed; train the YAML export for trained weights."""
     from .deploy_export import initialised_model, write_model
 
-    study, training = trial_settings(ot_study, record)
+    task, _, training = trial_settings(ot_study, record)
     config = ArchConfig.from_dict(record.config)
-    provenance = {"study": ot_study.study_name, "task": study.task, "trial": record.number,
+    provenance = {"study": ot_study.study_name, "task": task, "trial": record.number,
                   "values": dict(zip(ot_study.metric_names or [], record.values or [])), "costs": record.costs,
                   "weights": f"initialised (seed {training['seed']}), not trained"}
     return write_model(initialised_model(config, training["seed"]), config, fmt, path, keys.plain(provenance))
