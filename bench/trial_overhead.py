@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -100,6 +101,10 @@ def main() -> None:
 
     spec = {**STUDY, "budget": {"trials": args.trials, "epochs": args.epochs}}
     monitor = LoadMonitor(threads=1)
+    # what `lwnas sweep` sets before it starts Ray (tuners.sweep._init_ray), for both arms: the sweep
+    # skips it when Ray is already up, and Tune's new output would print its tables to stdout
+    for name, value in (("RAY_DEDUP_LOGS", "0"), ("RAY_AIR_NEW_OUTPUT", "0"), ("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")):
+        os.environ.setdefault(name, value)
     t0 = time.perf_counter()
     ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
     init_s = time.perf_counter() - t0
