@@ -203,6 +203,7 @@ class StudySearcher(Searcher):
         self.completed.add(trial_id)
         for running in (self._last, self._epochs, self._costs):
             running.pop(trial_id, None)
+        self._ids.pop(self.numbers[trial_id], None)
 
     def _outcome(self, trial_id: str, last: dict, epochs: list, error: bool) -> tuple[TrialState, list | None]:
         """The explicit result -> trial-state mapping."""
