@@ -194,7 +194,7 @@ def main() -> None:
                 url = f"sqlite:///{Path(tmp) / f'{name}.db'}" if backend == "sqlite" else args.postgres
                 base = study_from_dict({**spec, "name": name}, task_family=task_family)
                 storage = open_storage(url, create=True)
-                ot_study = open_study_storage(base, SweepOptions(storage=url), False, storage)
+                open_study_storage(base, SweepOptions(storage=url), False, storage)  # as `lwnas sweep` creates it
                 log(f"{backend}: prefilling {size} trials")
                 storage.engine.dispose()
                 fill_s = prefill(url, name, base, size, args.epochs, seed=size)
