@@ -7,6 +7,7 @@ tally of rejected points by reason, which sweeps record and ``lwnas space sample
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +17,8 @@ from searchspace.latency_settings import LATENCY_METRICS, LatencySettings
 from searchspace.study import Study
 from trainers.cost import CostReport, cost
 from trainers.tasks import Task, adapt_config
+
+REPORTS_KEPT = 4096  # distinct architectures whose cost reports the driver keeps
 
 
 @dataclass(frozen=True)
@@ -49,13 +52,16 @@ class StaticCosts:
         self.checked = 0
         self.rejected_points = 0
         self.rejected: Counter[str] = Counter()  # by constraint; a point may break several
+        # cost reports by adapted configuration: points that differ only in training settings (lr, batch
+        # size, ...) share an architecture, and tracing it again costs ~0.1-0.5 s per point in the driver
+        self._reports: dict[str, CostReport] = {}
 
     def adapt(self, config: ArchConfig) -> ArchConfig:
         return adapt_config(config, self.task) if self.task is not None else config
 
     def evaluate(self, config: ArchConfig) -> Verdict:
         config = self.adapt(config)
-        report = cost(config, memory=self.memory, device=self.device)
+        report = self._report(config)
         costs: dict[str, float | str] = {"params": report.params, "madds": report.madds}
         if self.memory:
             costs["memory"] = report.memory_bytes
@@ -68,6 +74,14 @@ class StaticCosts:
         for reason in verdict.reasons():
             self.rejected[reason] += 1
         return verdict
+
+    def _report(self, config: ArchConfig) -> CostReport:
+        key = json.dumps(config.to_dict(), sort_keys=True, default=str)
+        if key not in self._reports:
+            if len(self._reports) >= REPORTS_KEPT:
+                del self._reports[next(iter(self._reports))]  # the oldest: memory stays bounded
+            self._reports[key] = cost(config, memory=self.memory, device=self.device)
+        return self._reports[key]
 
     def summary(self) -> dict[str, Any]:
         """``{"checked": n, "rejected": m, "reasons": {constraint: count}}``."""

@@ -74,8 +74,10 @@ class StudySearcher(Searcher):
         self.numbers: dict[str, int] = {}  # Ray trial id -> Optuna trial number
         self.completed: set[str] = set()
         self._ids: dict[int, int] = {}  # Optuna trial number -> the storage's trial id
+        # per running trial only (dropped once it is told), so the driver's memory stays flat over long sweeps
         self._last: dict[str, dict[str, Any]] = {}
         self._epochs: dict[str, list[dict[str, Any]]] = {}
+        self._costs: dict[str, dict[str, float]] = {}  # the planned static costs: no read-back at the end
 
     def set_search_properties(self, metric: Any, mode: Any, config: dict, **spec: Any) -> bool:
         return True  # the space and the objectives come from the study, not from Tune's config
@@ -130,6 +132,7 @@ class StudySearcher(Searcher):
                 ot_trial.set_constraint(constraint.metric, constraint.violation(verdict.costs[constraint.metric]))
             if verdict.feasible:
                 self.numbers[trial_id] = ot_trial.number
+                self._costs[trial_id] = record.costs
                 # the record is all the worker gets: it trains exactly what storage holds
                 return {**params, NUMBER: ot_trial.number, RECORD: keys.plain(record.for_worker())}
             self._tell_infeasible(ot_trial, verdict)
@@ -198,6 +201,9 @@ class StudySearcher(Searcher):
         state, values = self._outcome(trial_id, last, epochs, error)
         self.ot_study.tell(self.numbers[trial_id], values, state=state)
         self.completed.add(trial_id)
+        for running in (self._last, self._epochs, self._costs):
+            running.pop(trial_id, None)
+        self._ids.pop(self.numbers[trial_id], None)
 
     def _outcome(self, trial_id: str, last: dict, epochs: list, error: bool) -> tuple[TrialState, list | None]:
         """The explicit result -> trial-state mapping."""
@@ -209,7 +215,8 @@ class StudySearcher(Searcher):
         if len(epochs) < self.study.budget.epochs:
             self._set_attr(trial_id, keys.OUTCOME, Outcome.PRUNED.value)
             return TrialState.PRUNED, None
-        costs = self._frozen(trial_id).user_attrs[keys.COSTS]
+        # a searcher restored from a checkpoint planned none of its running trials: storage has their costs
+        costs = self._costs.get(trial_id) or self._frozen(trial_id).user_attrs[keys.COSTS]
         values = [costs[o.metric] if o.is_cost else epochs[-1][f"val_{o.metric}"] for o in self.objectives]
         if any(isinstance(v, float) and math.isnan(v) for v in values):
             self._set_attr(trial_id, keys.OUTCOME, Outcome.FAILED.value)
