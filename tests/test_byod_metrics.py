@@ -75,3 +75,18 @@ def test_sequences_put_eos_after_each_caption_s_last_word():
 def test_unknown_words_in_references_match_nothing():
     refs = torch.tensor([[[4, 3, 0], [0, 0, 0]]])  # one caption "w4 <unk>", one empty slot
     assert reference_lists(refs) == [[[4, -1]]]
+
+
+def test_bleu4_and_cider_d_equal_pycocoevalcap_on_a_reference_set():
+    """Scores pycocoevalcap (the coco-caption code) gave on a fixed set of 12 images with 2-5 references each,
+    stored with the script that produced them (tests/reference/coco_caption_scores.py)."""
+    import json
+    from pathlib import Path
+
+    ref = json.loads((Path(__file__).parent / "reference" / "coco_caption_scores.json").read_text())
+    images = sorted(ref["gts"], key=int)
+    hypotheses = [ref["res"][i][0].split() for i in images]
+    references = [[r.split() for r in ref["gts"][i]] for i in images]
+    # coco-caption adds 1e-9 / 1e-15 to avoid log(0): its BLEU differs from the exact one in the 9th digit
+    assert bleu4(hypotheses, references) == pytest.approx(100 * ref["bleu4"], rel=1e-8)
+    assert cider_d(hypotheses, references) == pytest.approx(ref["cider"], rel=1e-12)
