@@ -158,7 +158,7 @@ def test_the_studies_docs_tasks_md_shows_are_the_shipped_ones():
     from sweep_procs import ROOT
 
     blocks = re.findall(r"```yaml\n# (studies/data/[\w-]+\.yaml)\n(.*?)```", (ROOT / "docs/tasks.md").read_text(), re.S)
-    assert {path for path, _ in blocks} == {f"studies/data/{n}.yaml" for n in ("image-folder", "vqa", "captions",
+    assert {path for path, _ in blocks} == {f"studies/data/{n}.yaml" for n in ("image-folder", "cifar", "vqa", "captions",
                                                                                "caption-retrieval")}
     for path, shown in blocks:
         assert yaml.safe_load(shown) == yaml.safe_load((ROOT / path).read_text()), path
