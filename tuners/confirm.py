@@ -30,8 +30,8 @@ from . import storage as keys
 from .budget import now
 from .export import export_file_name, export_text
 from .objectives import direction_names
-from .pareto import front_candidates, pareto_front
-from .storage import TrialRecord, record_of
+from .seeds import pareto_front_groups, seed_groups
+from .storage import TrialRecord
 
 BOOTSTRAP_RESAMPLES = 2000
 
@@ -52,11 +52,14 @@ class Confirmed:
 
 
 def choose_trials(ot_study: optuna.Study, dominated: int, seed: int) -> list[tuple[TrialRecord, str]]:
-    """The front, then ``dominated`` trials drawn (with ``seed``) from the complete, feasible rest."""
-    records = [record_of(t) for t in ot_study.get_trials(deepcopy=False)]
-    front = pareto_front(records, direction_names(ot_study.directions))
+    """The front, then ``dominated`` trials drawn (with ``seed``) from the complete, feasible rest.
+
+    Points, not trials: as in ``lwnas status`` and ``lwnas export``, a point trained with several seeds
+    (``budget.front_seeds``) is one entry, its first trial with the seed means as its values."""
+    groups = seed_groups(ot_study.get_trials(deepcopy=False))
+    front = [g.record for g in pareto_front_groups(groups, direction_names(ot_study.directions))]
     on_front = {r.number for r in front}
-    rest = sorted((r for r in front_candidates(records) if r.number not in on_front), key=lambda r: r.number)
+    rest = [g.record for g in groups if g.number not in on_front]
     sample = random.Random(seed).sample(rest, min(dominated, len(rest)))
     return [(r, "front") for r in front] + [(r, "dominated") for r in sorted(sample, key=lambda r: r.number)]
 
