@@ -66,8 +66,8 @@ def test_confirm_chooses_the_points_of_the_seed_mean_front_as_status_does():
 
     study = study_with([(0.9, 10, None), (0.7, 10, None), (0.5, 10, 0), (0.4, 10, 0), (0.3, 5, None)])
     chosen = choose_trials(study, dominated=5, seed=0)
-    assert [(r.number, role) for r, role in chosen] == [(4, "front"), (1, "front"), (0, "dominated")]
-    assert chosen[2][0].values[0] == statistics.mean([0.9, 0.5, 0.4])  # the sweep value it is ranked by
+    assert [(g.number, role) for g, role in chosen] == [(4, "front"), (1, "front"), (0, "dominated")]
+    assert chosen[2][0].record.values[0] == statistics.mean([0.9, 0.5, 0.4])  # the sweep value it is ranked by
 
 
 # ---- one real sweep -----------------------------------------------------------------------------------
