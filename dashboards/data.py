@@ -301,7 +301,7 @@ class TrialCache:
             storage = self._storage = self._storage or connect(self.url)
             study_id = storage.get_study_id_from_name(self.name)  # KeyError: no such study
             if study_id != self._study_id:  # first load, or the study was deleted and created again
-                self._study_id, self._records, self._data = study_id, {}, None
+                self._study_id, self._records, self._data, self._parents = study_id, {}, None, {}
                 self._reader = TrialReader(storage, study_id)
             trials = self._reader.read()  # bulk SQL: every trial, then the new and changed ones
             self._records.update({t.number: record_of(t) for t in trials})

@@ -9,7 +9,8 @@ from typing import Any
 
 from tuners import storage as keys
 from tuners.objectives import reference_point as objective_reference_point
-from tuners.pareto import front_candidates, hypervolume, pareto_front
+from tuners.pareto import front_candidates, hypervolume
+from tuners.seeds import pareto_front_groups, seed_groups
 from tuners.storage import TrialRecord, record_of
 
 from .data import connect, objectives_of
@@ -18,8 +19,9 @@ from .data import connect, objectives_of
 @dataclass
 class StudyFront:
     name: str
-    records: list[TrialRecord]
-    front: list[TrialRecord]
+    records: list[TrialRecord]  # every trial
+    front: list[TrialRecord]  # on the seed means, one record per point
+    means: list[TrialRecord]  # each point's seed mean (a trial of its own where none was repeated)
 
 
 def comparable_studies(url: str, task: str, objectives: list[tuple[str, str]]) -> list[str]:
@@ -35,25 +37,26 @@ def comparable_studies(url: str, task: str, objectives: list[tuple[str, str]]) -
 
 
 def study_fronts(url: str, names: list[str], objectives: list[tuple[str, str]]) -> list[StudyFront]:
-    """Each study's records and its Pareto front (``tuners.pareto``, as `lwnas status` computes it)."""
+    """Each study's records and its Pareto front, on the seed means as `lwnas status` computes it."""
     storage = connect(url)
     directions = [d for _, d in objectives]
     out = []
     for name in names:
         trials = storage.get_all_trials(storage.get_study_id_from_name(name), deepcopy=False)
-        records = [record_of(t) for t in trials]
-        out.append(StudyFront(name, records, pareto_front(records, directions)))
+        groups = seed_groups(trials)
+        front = [g.record for g in pareto_front_groups(groups, directions)]
+        out.append(StudyFront(name, [record_of(t) for t in trials], front, [g.record for g in groups]))
     return out
 
 
 def shared_reference_point(fronts: list[StudyFront], objectives: list[tuple[str, str]]) -> list[float]:
     """The reference point of the union of the studies' candidate trials (``tuners.objectives``' rule)."""
-    values = [r.values for f in fronts for r in front_candidates(f.records)]
+    values = [r.values for f in fronts for r in front_candidates(f.means)]
     return objective_reference_point(values, [d for _, d in objectives])
 
 
 def hypervolume_table(fronts: list[StudyFront], objectives: list[tuple[str, str]],
                       ref: list[float]) -> list[dict[str, Any]]:
-    """One row per study: trials, front size and hypervolume measured from ``ref``."""
+    """One row per study: trials, front size and hypervolume (of the seed means) measured from ``ref``."""
     return [{"study": f.name, "trials": len(f.records), "on the front": len(f.front),
-             "hypervolume": hypervolume(f.records, objectives, ref)} for f in fronts]
+             "hypervolume": hypervolume(f.means, objectives, ref)} for f in fronts]

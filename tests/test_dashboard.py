@@ -377,6 +377,25 @@ def test_incremental_refresh_equals_a_full_reload(tmp_path):
     assert cache.load() is refreshed  # nothing changed: the same data, no reload
 
 
+def test_a_study_deleted_and_created_again_keeps_none_of_the_old_seed_repeats(tmp_path):
+    from tuners import storage as keys
+
+    url = f"sqlite:///{tmp_path / 'again.db'}"
+    study = seed_study(url, name="again", trials=4)
+    repeat = study.trials[1]
+    study.add_trial(optuna.trial.create_trial(params=repeat.params, distributions=repeat.distributions,
+                                              values=repeat.values, user_attrs={**repeat.user_attrs,
+                                                                               keys.SEED_OF: 1}))
+    cache = TrialCache(url, "again")
+    assert cache.load().parents == {4: 1}
+    optuna.delete_study(study_name="again", storage=url)
+    # (SQLite gives a new study the freed id when it is the largest: another study takes it first, as a
+    # storage with other studies would)
+    seed_study(url, name="other", trials=1)
+    seed_study(url, name="again", trials=6)  # trial 4 is now a point of its own
+    assert cache.load().parents == {} == TrialCache(url, "again").load().parents
+
+
 def test_dashboard_command_binds_localhost_and_keeps_the_url_out_of_argv():
     import typer
 

@@ -166,3 +166,26 @@ def test_front_of_seed_means_has_error_bars_and_a_seeds_column(tmp_path, monkeyp
     at = run_app(url, monkeypatch, "seeded", "Trials")
     trials = next(df.value for df in at.dataframe if "seeds" in df.value.columns and "outcome" in df.value.columns)
     assert set(trials.set_index("trial").loc[[best.number, 30, 31], "seeds"]) == {3}
+
+
+def test_compared_fronts_and_hypervolumes_are_lwnas_status_own_on_seed_means(tmp_path):
+    # a point retrained with worse seeds: on single trials its first trial stays on the front, on the
+    # seed means (what `lwnas status` shows) it drops off
+    from dashboards.study_compare import hypervolume_table, study_fronts
+    from tuners.status import study_status
+    from tuners.storage import SEED_OF
+
+    url = f"sqlite:///{tmp_path / 'lwnas.db'}"
+    ot_study = seed_study(url, name="seeded", trials=30, seed=4)
+    best = max(front_candidates(records(ot_study)), key=lambda r: r.values[0])
+    parent = ot_study.get_trials()[best.number]
+    for accuracy in (0.0, 0.0):
+        ot_study.add_trial(optuna.trial.create_trial(
+            params=parent.params, distributions=parent.distributions, values=[accuracy, best.values[1]],
+            user_attrs={**parent.user_attrs, SEED_OF: best.number}))
+    status = study_status(ot_study)
+    front = study_fronts(url, ["seeded"], OBJECTIVES)[0]
+    assert best.number not in [e["trial"] for e in status["front"]]  # otherwise this proves nothing
+    assert [r.number for r in front.front] == [e["trial"] for e in status["front"]]
+    row, = hypervolume_table([front], OBJECTIVES, status["reference_point"])
+    assert row["hypervolume"] == pytest.approx(status["hypervolume"]) and row["trials"] == 32

@@ -59,6 +59,17 @@ def test_a_point_within_the_noise_of_the_front_gets_seeds_too():
     assert parents == {3}
 
 
+def test_confirm_chooses_the_points_of_the_seed_mean_front_as_status_does():
+    # trial 0 scored 0.9 once but its repeats (2, 3) bring its mean to 0.6: on the front of single trials
+    # it and its repeats were three entries; on the seed means, trial 1 wins and point 0 is one dominated entry
+    from tuners.confirm import choose_trials
+
+    study = study_with([(0.9, 10, None), (0.7, 10, None), (0.5, 10, 0), (0.4, 10, 0), (0.3, 5, None)])
+    chosen = choose_trials(study, dominated=5, seed=0)
+    assert [(g.number, role) for g, role in chosen] == [(4, "front"), (1, "front"), (0, "dominated")]
+    assert chosen[2][0].record.values[0] == statistics.mean([0.9, 0.5, 0.4])  # the sweep value it is ranked by
+
+
 # ---- one real sweep -----------------------------------------------------------------------------------
 def test_a_sweep_with_front_seeds_confirms_every_front_trial_on_three_seeds(tmp_path):
     study = (TINY_STUDY.format(name="seeds", trials=10, epochs=1)

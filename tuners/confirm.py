@@ -30,8 +30,8 @@ from . import storage as keys
 from .budget import now
 from .export import export_file_name, export_text
 from .objectives import direction_names
-from .pareto import front_candidates, pareto_front
-from .storage import TrialRecord, record_of
+from .seeds import SeedGroup, pareto_front_groups, seed_groups
+from .storage import TrialRecord
 
 BOOTSTRAP_RESAMPLES = 2000
 
@@ -51,14 +51,17 @@ class Confirmed:
     failure: str | None = None
 
 
-def choose_trials(ot_study: optuna.Study, dominated: int, seed: int) -> list[tuple[TrialRecord, str]]:
-    """The front, then ``dominated`` trials drawn (with ``seed``) from the complete, feasible rest."""
-    records = [record_of(t) for t in ot_study.get_trials(deepcopy=False)]
-    front = pareto_front(records, direction_names(ot_study.directions))
-    on_front = {r.number for r in front}
-    rest = sorted((r for r in front_candidates(records) if r.number not in on_front), key=lambda r: r.number)
+def choose_trials(ot_study: optuna.Study, dominated: int, seed: int) -> list[tuple[SeedGroup, str]]:
+    """The front, then ``dominated`` points drawn (with ``seed``) from the complete, feasible rest.
+
+    Points, not trials: as in ``lwnas status`` and ``lwnas export``, a point trained with several seeds
+    (``budget.front_seeds``) is one entry, ranked by its seed mean and retrained as its first trial."""
+    groups = seed_groups(ot_study.get_trials(deepcopy=False))
+    front = pareto_front_groups(groups, direction_names(ot_study.directions))
+    on_front = {g.number for g in front}
+    rest = [g for g in groups if g.number not in on_front]
     sample = random.Random(seed).sample(rest, min(dominated, len(rest)))
-    return [(r, "front") for r in front] + [(r, "dominated") for r in sorted(sample, key=lambda r: r.number)]
+    return [(g, "front") for g in front] + [(g, "dominated") for g in sorted(sample, key=lambda g: g.number)]
 
 
 def task_metrics(ot_study: optuna.Study) -> list[str]:
@@ -84,12 +87,13 @@ def confirm_trials(ot_study: optuna.Study, epochs: int, dominated: int, output: 
         raise ConfirmError(f"study {ot_study.study_name!r} has no trial on its Pareto front yet")
     names = ot_study.metric_names
     out = []
-    for record, role in chosen:
+    for group, role in chosen:
+        record = group.members[0]  # the trial itself, exported as `lwnas export` writes it
         config = output / export_file_name(ot_study, record)
         output.mkdir(parents=True, exist_ok=True)
         config.write_text(export_text(ot_study, record))
         run_dir = output / config.stem
-        sweep = {m: record.values[names.index(m)] for m in metrics}
+        sweep = {m: group.record.values[names.index(m)] for m in metrics}  # the seed mean (one seed: its value)
         if progress:
             progress(f"training trial {record.number} ({role}) for {epochs} epochs -> {run_dir}")
         try:

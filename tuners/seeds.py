@@ -3,7 +3,7 @@
 A repeat is an ordinary trial of its own (it uses a place in the budget) that the driver enqueues
 through Optuna's ``enqueue_trial`` with the parent's params and the user attribute ``seed_of`` naming
 the parent trial; its seed differs because a trial's seed derives from its number
-(``trainable.trial_seed``). Trials of one point form a ``SeedGroup``: the front is computed on each
+(``record.trial_seed``). Trials of one point form a ``SeedGroup``: the front is computed on each
 group's seed mean, and every front entry carries the number of seeds, the mean and the standard
 deviation (ddof 1) of each objective.
 
