@@ -31,3 +31,23 @@ def test_costs_equal_the_cost_model_for_repeated_and_new_architectures(monkeypat
     assert verdicts[0].costs == verdicts[1].costs != verdicts[2].costs
     assert static.summary()["checked"] == 5  # every point is checked and tallied, costed before or not
     assert static.summary()["rejected"] == sum(not v.feasible for v in verdicts)
+
+
+def test_latency_is_measured_once_per_architecture(monkeypatch):
+    """Twin points (same architecture, another lr) get the same measured latency, never two noisy timings."""
+    calls = []
+    measure = constraints.latency_costs
+
+    def counted(config, settings):
+        calls.append(config.d_model)
+        return measure(config, settings)
+
+    monkeypatch.setattr(constraints, "latency_costs", counted)
+    study = study_from_dict({**STUDY, "objectives": ["accuracy", "latency"], "constraints": {}},
+                            task_family=task_family)
+    static = StaticCosts(study, make_task(study))
+    points = [study.space.resolve({"d_model": d, "lr": lr}) for d, lr in ((16, 1e-3), (16, 3e-3), (32, 2e-3))]
+    verdicts = [static.evaluate(p.config) for p in points]
+    assert calls == [16, 32]
+    assert verdicts[0].costs == verdicts[1].costs
+    assert verdicts[0].costs["latency"] > 0 and "latency_device" in verdicts[0].costs

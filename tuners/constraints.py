@@ -54,19 +54,18 @@ class StaticCosts:
         self.rejected: Counter[str] = Counter()  # by constraint; a point may break several
         # cost reports by adapted configuration: points that differ only in training settings (lr, batch
         # size, ...) share an architecture, and tracing it again costs ~0.1-0.5 s per point in the driver
-        self._reports: dict[str, CostReport] = {}
+        self._reports: dict[str, tuple[CostReport, dict[str, float | str]]] = {}
 
     def adapt(self, config: ArchConfig) -> ArchConfig:
         return adapt_config(config, self.task) if self.task is not None else config
 
     def evaluate(self, config: ArchConfig) -> Verdict:
         config = self.adapt(config)
-        report = self._report(config)
+        report, latency = self._costed(config)
         costs: dict[str, float | str] = {"params": report.params, "madds": report.madds}
         if self.memory:
             costs["memory"] = report.memory_bytes
-        if self.latency:
-            costs.update(latency_costs(config, self.study.latency))
+        costs.update(latency)
         violations = {c.describe(): c.violation(costs[c.metric]) for c in self.study.constraints}
         verdict = Verdict(costs, violations, report)
         self.checked += 1
@@ -75,12 +74,17 @@ class StaticCosts:
             self.rejected[reason] += 1
         return verdict
 
-    def _report(self, config: ArchConfig) -> CostReport:
+    def _costed(self, config: ArchConfig) -> tuple[CostReport, dict[str, float | str]]:
+        """The cost report and measured latency of ``config``'s architecture, each computed once per architecture.
+
+        Latency is kept too: timing the same model twice differs by its noise, so a latency constraint could
+        otherwise accept one point and reject its twin (a seed repeat, or a point with another lr)."""
         key = json.dumps(config.to_dict(), sort_keys=True, default=str)
         if key not in self._reports:
             if len(self._reports) >= REPORTS_KEPT:
                 del self._reports[next(iter(self._reports))]  # the oldest: memory stays bounded
-            self._reports[key] = cost(config, memory=self.memory, device=self.device)
+            report = cost(config, memory=self.memory, device=self.device)
+            self._reports[key] = (report, latency_costs(config, self.study.latency) if self.latency else {})
         return self._reports[key]
 
     def summary(self) -> dict[str, Any]:
