@@ -3,12 +3,9 @@ the confirmation view (`lwnas confirm`'s record) and studies of one task compare
 
 from __future__ import annotations
 
-import base64
-import json
 import math
 from pathlib import Path
 
-import numpy as np
 import optuna
 import pytest
 
@@ -18,6 +15,7 @@ pytest.importorskip("plotly")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from dashboards.sample import seed_study  # noqa: E402
+from test_dashboard import chart, values  # noqa: E402  (the figure readers the other AppTests use)
 from tuners.confirm import Confirmed, agreement, record_confirmation  # noqa: E402
 from tuners.objectives import reference_point  # noqa: E402
 from tuners.pareto import front_candidates, hypervolume, pareto_front  # noqa: E402
@@ -37,18 +35,6 @@ def run_app(url: str, monkeypatch, study: str, view: str) -> AppTest:
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
-
-
-def chart(at: AppTest, key: str) -> dict:
-    matches = [el for el in at.get("plotly_chart") if el.proto.id and key in el.proto.id]
-    assert len(matches) == 1, f"no single chart {key!r}"
-    return json.loads(matches[0].proto.spec)
-
-
-def values(array) -> list:
-    if isinstance(array, dict) and "bdata" in array:
-        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"]).tolist()
-    return list(array)
 
 
 def table(at: AppTest, column: str):

@@ -46,7 +46,7 @@ def test_radix_captions_decode_to_the_right_words():
     seq = scene_captions._targets(model, captions)
     assert seq[0, 0] == model.codec.bos and seq[0, -1] == model.codec.eos
     assert seq.shape[1] == 2 + captions.shape[1] * model.codec.digits
-    assert scene_captions._to_words(model, seq[:, 1:]) == captions.tolist()
+    assert scene_captions.tokens_to_words(model, seq[:, 1:]) == captions.tolist()
 
 
 class NaNAfterFirstStep(Task):

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from .base import batches
 from .caption_metrics import bleu4, cider_d
 from .captions import SPECIALS, CaptionData
+from .scene_captions import tokens_to_words
 
 BOS, EOS, UNK = (SPECIALS.index(s) for s in ("<bos>", "<eos>", "<unk>"))
 
@@ -37,14 +38,7 @@ def greedy(model, batch, max_len: int) -> list[list[int]]:
     tokens = torch.full((len(memory), 1), codec.bos if codec else BOS, device=memory.device)
     for _ in range(max_len):
         tokens = torch.cat([tokens, model.decode(memory, tokens, mask)[:, -1].argmax(-1, keepdim=True)], 1)
-    eos, out = codec.eos if codec else EOS, []
-    for row in tokens[:, 1:].cpu().tolist():
-        row = row[: row.index(eos)] if eos in row else row
-        if codec:
-            row = row[: len(row) - len(row) % codec.digits]
-            row = codec.decode(torch.tensor(row, dtype=torch.long)).tolist() if row else []
-        out.append(row)
-    return out
+    return tokens_to_words(model, tokens[:, 1:].cpu())
 
 
 def reference_lists(refs: torch.Tensor) -> list[list[list[int]]]:

@@ -28,7 +28,7 @@ def _targets(model, captions: torch.Tensor) -> torch.Tensor:
                       torch.full((b, 1), eos, device=captions.device)], dim=1)
 
 
-def _to_words(model, tokens: torch.Tensor) -> list[list[int]]:
+def tokens_to_words(model, tokens: torch.Tensor) -> list[list[int]]:
     """Generated tokens (after BOS) -> word ids, stopping at EOS; radix digits decoded by the codec."""
     codec: RadixCodec | None = model.codec
     eos = codec.eos if codec else EOS
@@ -71,7 +71,7 @@ class SceneCaptions(scenes.SceneTask):
         for b in batches(data, batch_size, device=device):
             losses.append(self.loss(model, b).item() * len(b["captions"]))
             max_len = _targets(model, b["captions"]).shape[1] - 1
-            hyps += _to_words(model, greedy_decode(model, b["regions"], b["boxes"], max_len).cpu())
+            hyps += tokens_to_words(model, greedy_decode(model, b["regions"], b["boxes"], max_len).cpu())
             refs += b["captions"].cpu().tolist()
         exact = sum(h == r for h, r in zip(hyps, refs)) / len(refs)
         return {"bleu4": corpus_bleu(hyps, refs), "exact_match": exact,
