@@ -198,6 +198,7 @@ def main() -> None:
         for seed in (int(s) for s in args.study_seeds.split(",")):
             for task in args.tasks.split(","):
                 runs.append(measure(task, seed, args, folder.resolve()))
+                log(json.dumps({k: v for k, v in runs[-1].items() if k != "single_seed_front_members"}))
     print(json.dumps({"settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
                       "summary": summary(runs), "runs": runs, "machine": monitor.report()}, indent=2))
 
