@@ -57,10 +57,12 @@ def test_data_or_options_a_task_does_not_take_are_one_line(trained, tmp_path):
     hint = "error task_options: task `digits` takes no option 'path' (its options: none); --data serves tasks"
     assert one_error(lwnas(tmp_path, "evaluate", str(trained), "--data", "x.npz")).startswith(hint)
     (tmp_path / "tiny.yaml").write_text(CONFIG)
-    assert one_error(lwnas(tmp_path, "train", "tiny.yaml", "--task", "digits", "--data", "x.npz")).startswith(hint)
+    # lwnas train also names the configuration file the refused option belongs to
+    assert one_error(lwnas(tmp_path, "train", "tiny.yaml", "--task", "digits", "--data", "x.npz")).startswith(
+        hint.replace("error ", "error tiny.yaml: ", 1))
     (tmp_path / "opts.yaml").write_text(f"task: digits\ntask_options: {{bogus: 1}}\n{CONFIG}")
     line = one_error(lwnas(tmp_path, "train", "opts.yaml"))
-    assert line == "error task_options: task `digits` takes no option 'bogus' (its options: none)", line
+    assert line == "error opts.yaml: task_options: task `digits` takes no option 'bogus' (its options: none)", line
     assert not (tmp_path / "runs").exists()
 
 
