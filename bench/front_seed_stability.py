@@ -50,7 +50,7 @@ def study_dict(task: str, seed: int, args: argparse.Namespace) -> dict:
         study["space"].update({"d_model": {"choice": [32, 64]}, "layers": 1})
         study["training"] = {"batch_size": 128, "threads": 1}
     else:
-        raise SystemExit(f"--tasks: {task!r} is not one this bench knows (digits, shapes-vqa)")
+        raise ValueError(f"no study for task {task!r}")  # main() checks --tasks before any sweep
     study["name"] = f"seeds-{task}-{seed}"
     study["budget"] = {"trials": args.trials, "epochs": args.epochs, "front_seeds": args.front_seeds}
     study["tuner"] = {"sampler": "nsga2", "scheduler": "none", "max_concurrent": args.max_concurrent, "seed": seed}
@@ -189,6 +189,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="keep the study files, logs and SQLite storage here "
                                                  "(`lwnas status NAME --storage sqlite:///OUT/studies.db`)")
     args = parser.parse_args()
+    unknown = set(args.tasks.split(",")) - {"digits", "shapes-vqa"}
+    if unknown:
+        parser.error(f"--tasks: {', '.join(sorted(unknown))} not among the tasks this bench sweeps "
+                     "(digits, shapes-vqa)")
 
     monitor = LoadMonitor(threads=1)
     runs = []
