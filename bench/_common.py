@@ -70,3 +70,14 @@ def calibrate(fn, target_s: float) -> int:
     t0 = time.perf_counter()
     fn()
     return max(1, math.ceil(target_s / max(time.perf_counter() - t0, 1e-9)))
+
+
+# The small digits study both overhead benches sweep (sweep_overhead.py, trial_overhead.py), so their
+# lwnas arms time the same trials.
+OVERHEAD_STUDY = {
+    "name": "overhead", "task": "digits", "objectives": ["accuracy", "params"],
+    "tuner": {"sampler": "random", "seed": 0, "max_concurrent": 1, "cpus_per_trial": 1},
+    "training": {"threads": 1, "batch_size": 64},
+    "space": {"d_model": {"choice": [16, 32]}, "heads": 4, "layers": 1,
+              "pooling": {"choice": ["mean", "attention"]}, "lr": {"float": [1.0e-3, 4.0e-3], "log": True}},
+}

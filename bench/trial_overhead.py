@@ -22,15 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import HelpFormatter, LoadMonitor, log
-
-STUDY = {
-    "name": "overhead", "task": "digits", "objectives": ["accuracy", "params"],
-    "tuner": {"sampler": "random", "seed": 0, "max_concurrent": 1, "cpus_per_trial": 1},
-    "training": {"threads": 1, "batch_size": 64},
-    "space": {"d_model": {"choice": [16, 32]}, "heads": 4, "layers": 1,
-              "pooling": {"choice": ["mean", "attention"]}, "lr": {"float": [1.0e-3, 4.0e-3], "log": True}},
-}
+from _common import OVERHEAD_STUDY as STUDY, HelpFormatter, LoadMonitor, log
 
 
 class Space:
