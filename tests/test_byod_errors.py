@@ -239,3 +239,53 @@ def test_lwnas_train_names_the_file_of_a_task_option_it_refuses(tmp_path):
     done = lwnas(tmp_path, "train", config, "--data", data, "--out", tmp_path / "run")
     assert done.returncode == 2
     assert one_error(done) == f"error {config}: task_options.patch: must divide the image size 16, got 5"
+
+
+def test_a_question_id_used_twice_and_a_question_annotated_twice(tmp_path):
+    data = byod_data.vqa(tmp_path / "vqa")
+    questions = data / "v2_OpenEnded_mscoco_train2014_questions.json"
+    original = questions.read_text()
+    doc = json.loads(original)
+    repeated = doc["questions"][0]["question_id"]
+    doc["questions"][4]["question_id"] = repeated
+    questions.write_text(json.dumps(doc))
+    assert refused("vqa", data) == (f"vqa: {questions}: questions[4]: question id {repeated} is used twice "
+                                    f"(first at questions[0])")
+    questions.write_text(original)
+    annotations = data / "v2_mscoco_val2014_annotations.json"
+    doc = json.loads(annotations.read_text())
+    doc["annotations"].append(dict(doc["annotations"][2]))
+    annotations.write_text(json.dumps(doc))
+    last = len(doc["annotations"]) - 1
+    assert refused("vqa", data) == (f"vqa: {annotations}: annotations[{last}]: question "
+                                    f"{doc['annotations'][2]['question_id']} is annotated twice (first at annotations[2])")
+
+
+def test_two_feature_files_for_one_image_and_a_zero_image_size(tmp_path):
+    data = byod_data.captions(tmp_path / "caps")
+    files = sorted((data / "features").glob("*.npz"))
+    twin = data / "features" / f"{int(files[0].name.split('_')[-1].split('.')[0])}.npz"
+    twin.write_bytes(files[0].read_bytes())  # the same image under its short name
+    assert refused("captions", data) == (f"{data / 'features'}: {twin.name} and {files[0].name} both hold the "
+                                         f"features of image {twin.stem}")
+    twin.unlink()
+    with np.load(files[3]) as f:
+        arrays = dict(f)
+    np.savez(files[3], **{**arrays, "image_w": 0})
+    assert refused("captions", data) == (f"{files[3]}: `image_w` and `image_h` must be positive sizes in pixels, "
+                                         f"got 0 and 480")
+
+
+def test_an_hdf5_file_that_names_an_image_twice_or_sizes_it_zero(tmp_path):
+    import h5py
+
+    data = byod_data.vqa(tmp_path / "vqa", hdf5=True)
+    path = data / "features.h5"
+    with h5py.File(path, "r+") as h:
+        ids = h["image_ids"][:]
+        h["image_h"][5] = 0
+    assert refused("vqa", data) == (f"{path}: `image_w` and `image_h` must be positive sizes in pixels, got 640 and 0 "
+                                    f"for image {ids[5]} (row 5)")
+    with h5py.File(path, "r+") as h:
+        h["image_ids"][3] = ids[1]
+    assert refused("vqa", data) == f"{path}: `image_ids` names image {ids[1]} twice (rows 1 and 3)"

@@ -78,6 +78,8 @@ def _read_one(path: Path) -> tuple[str, int, int, np.ndarray | None]:
             raise ValueError(f"`{box_key}` has shape {boxes.shape} but there are {shape[0]} regions "
                              f"(expected ({shape[0]}, 4))")
         if len(size) == 2:
+            if not all(np.isfinite(v) and v > 0 for v in size):
+                raise ValueError(f"`image_w` and `image_h` must be positive sizes in pixels, got {size[0]:g} and {size[1]:g}")
             boxes = boxes / np.array(size * 2, dtype=np.float32)
         elif boxes.size and boxes.max() > 1.5:
             raise ValueError(f"`{box_key}` is in pixels (up to {boxes.max():.0f}) but the file has no `image_w` and "
@@ -145,6 +147,8 @@ def build_index(source: Path, out: Path, wanted: set[str] | None = None) -> None
     if not files:
         raise ValueError(f"{source}: no per-image feature files (*.npz)"
                          + (" for the images the data names" if wanted else ""))
+    _refuse_repeated([image_key(p.name) for p in files], lambda i, j: f"{source}: {files[j].name} and "
+                     f"{files[i].name} both hold the features of image {image_key(files[i].name)}")
     keys, counts, boxes, feature_sizes = [], [], [], set()
     for p in files:
         try:
@@ -163,6 +167,15 @@ def build_index(source: Path, out: Path, wanted: set[str] | None = None) -> None
             padded[i, : len(b)] = b
     _save(out, [image_key(p.name) for p in files], [str(p) for p in files], keys, np.zeros(len(files), dtype=np.int64),
           np.asarray(counts), padded, all(b is not None for b in boxes), feature_sizes.pop())
+
+
+def _refuse_repeated(images: list[str], describe) -> None:
+    """Two feature sources for one image: which one a question or caption would read is arbitrary."""
+    seen: dict[str, int] = {}
+    for i, key in enumerate(images):
+        if key in seen:
+            raise ValueError(describe(i, seen[key]))
+        seen[key] = i
 
 
 def _dataset(f, names: tuple[str, ...], path: Path, what: str, required: bool = True):
@@ -194,6 +207,7 @@ def _index_hdf5(path: Path, out: Path, wanted: set[str] | None) -> None:
             raise ValueError(f"{path}: `{ids_name}` must be {n} integers (one per row of `{key}`), found shape "
                              f"{ids.shape} of {ids.dtype}")
         images = [str(int(i)) for i in ids[:]]
+        _refuse_repeated(images, lambda i, j: f"{path}: `{ids_name}` names image {images[i]} twice (rows {j} and {i})")
         rows = np.array([i for i, k in enumerate(images) if wanted is None or k in wanted], dtype=np.int64)
         if not len(rows):
             raise ValueError(f"{path}: holds none of the images the data names")
@@ -212,6 +226,11 @@ def _index_hdf5(path: Path, out: Path, wanted: set[str] | None) -> None:
             boxes = np.asarray(f[box_name][:], dtype=np.float32)[rows]
             if "image_w" in f and "image_h" in f:
                 size = np.stack([f["image_w"][:].reshape(n), f["image_h"][:].reshape(n)], 1).astype(np.float32)[rows]
+                bad = np.flatnonzero(~(np.isfinite(size) & (size > 0)).all(1))
+                if len(bad):
+                    w, h = size[bad[0]]
+                    raise ValueError(f"{path}: `image_w` and `image_h` must be positive sizes in pixels, got {w:g} and "
+                                     f"{h:g} for image {images[rows[bad[0]]]} (row {rows[bad[0]]})")
                 boxes = boxes / np.tile(size, 2)[:, None, :]
             elif boxes.size and boxes.max() > 1.5:
                 raise ValueError(f"{path}: `{box_name}` is in pixels (up to {boxes.max():.0f}) but the file has no "

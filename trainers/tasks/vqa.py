@@ -77,16 +77,22 @@ class VQA(Task):
         """(question id, image key, question words, the annotators' answers) of one split's files."""
         qs = field(read_json(questions, "vqa"), "questions", list, f"vqa: {questions}")
         anns = field(read_json(annotations, "vqa"), "annotations", list, f"vqa: {annotations}")
-        answers = {}
+        answers, annotated_at = {}, {}
         for i, a in enumerate(anns):
             where = f"vqa: {annotations}: annotations[{i}]"
             given = field(a, "answers", list, where)
-            answers[field(a, "question_id", int, where)] = [
-                normalize_answer(field(g, "answer", str, f"{where}.answers[{j}]")) for j, g in enumerate(given)]
-        out = []
+            qid = field(a, "question_id", int, where)
+            if qid in annotated_at:  # two answer sets for one question: neither can be the truth
+                raise ValueError(f"{where}: question {qid} is annotated twice (first at annotations[{annotated_at[qid]}])")
+            annotated_at[qid] = i
+            answers[qid] = [normalize_answer(field(g, "answer", str, f"{where}.answers[{j}]")) for j, g in enumerate(given)]
+        out, asked_at = [], {}
         for i, q in enumerate(qs):
             where = f"vqa: {questions}: questions[{i}]"
             qid = field(q, "question_id", int, where)
+            if qid in asked_at:  # question ids key predictions and scores: a repeat would silently merge two
+                raise ValueError(f"{where}: question id {qid} is used twice (first at questions[{asked_at[qid]}])")
+            asked_at[qid] = i
             if qid not in answers:
                 raise ValueError(f"{where}: question {qid} has no annotation in {annotations}")
             words = tokenize(field(q, "question", str, where))
