@@ -58,7 +58,12 @@ def train_record(record: TrialRecord, report: Callable[[dict[str, Any]], None]) 
     settings = TrainSettings.from_dict(record.training)
     task, data = _task_and_data(record.task, record.task_options)
 
+    # The planned static costs ride on every report: mo-asha ranks a rung on the study's objectives, and
+    # a cost objective the training loop does not measure (memory, latency) is known only from the plan.
+    planned = {k: v for k, v in record.costs.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
     def epoch(result: dict[str, Any]) -> None:
+        result = {**planned, **result}  # what this worker counted (params) wins over the plan
         if result["epoch"] == 1:  # the model exists now and its parameters are counted
             result = {**result, BUILT: {"config": config.to_dict(), "params": result["params"],
                                         "training": settings.to_dict(), "task": record.task,
