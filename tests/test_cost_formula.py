@@ -23,7 +23,7 @@ cost_module = importlib.import_module("trainers.cost")  # the package exports th
 ROOT = Path(__file__).resolve().parents[1]
 PAPER_FILES = find_config_files([ROOT / "studies" / "papers"])
 STUDIES = [*sorted(p.stem for p in (ROOT / "studies" / "full").glob("*.yaml")), "quickstart"]
-POINTS_PER_STUDY = 6
+POINTS_PER_STUDY = 4
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
