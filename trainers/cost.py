@@ -4,7 +4,7 @@
   the model's sections (``embeddings``, ``encoder``, ``decoder``, ``head``) plus the ``attention``
   share (every attention module, ORT's box-relation heads included: ACORT Table 10 counts them).
 * MAdds: per-layer formulas over the meta-device model (``trainers.cost_formula``, the fast path,
-  about 1-2 ms for a tiny encoder), or with ``counter="trace"`` fvcore over a jit trace of it
+  a few ms for a tiny encoder), or with ``counter="trace"`` fvcore over a jit trace of it
   (``trainers.madds``, the reference the formulas are tested against); per section and attention share.
 * Memory: peak bytes of one forward + backward at batch 1: torch's MemTracker on CPU, CUDA peak
   statistics on a GPU; plus the bytes of the attention maps a naive kernel would materialise.
@@ -71,7 +71,8 @@ def count_params(model: ArchModel) -> tuple[int, dict[str, int]]:
 
 
 def _madds_breakdown(model: ArchModel, by_child: dict[str, int], attention: int) -> dict[str, int]:
-    """MAdds per top-level child summed into the model's sections, plus the ``attention`` share."""
+    """MAdds by module name summed into the model's sections (only top-level children are read), plus the
+    ``attention`` share."""
     out = {s: sum(by_child.get(child, 0) for child in children) for s, children in model.SECTIONS.items()}
     out["attention"] = attention
     return {k: out.get(k, 0) for k in (*SECTION_NAMES, "attention")}
