@@ -3,7 +3,9 @@
 * Parameters: unique parameters (shared layers and shared group weights count once), split into
   the model's sections (``embeddings``, ``encoder``, ``decoder``, ``head``) plus the ``attention``
   share (every attention module, ORT's box-relation heads included: ACORT Table 10 counts them).
-* MAdds: fvcore over a meta-device model (``trainers.madds``), per section and attention share.
+* MAdds: per-layer formulas over the meta-device model (``trainers.cost_formula``, the fast path,
+  a few ms for a tiny encoder), or with ``counter="trace"`` fvcore over a jit trace of it
+  (``trainers.madds``, the reference the formulas are tested against); per section and attention share.
 * Memory: peak bytes of one forward + backward at batch 1: torch's MemTracker on CPU, CUDA peak
   statistics on a GPU; plus the bytes of the attention maps a naive kernel would materialise.
 """
@@ -20,6 +22,7 @@ from searchspace import ArchConfig, ArchModel, build_model
 from searchspace.errors import LwnasError
 from searchspace.layers import MultiHeadAttention
 
+from .cost_formula import formula_count
 from .madds import count_madds
 
 SECTION_NAMES = ("embeddings", "encoder", "decoder", "head")
@@ -67,11 +70,11 @@ def count_params(model: ArchModel) -> tuple[int, dict[str, int]]:
     return total, {k: breakdown.get(k, 0) for k in (*SECTION_NAMES, "attention")}
 
 
-def _madds_breakdown(model: ArchModel, by_module: dict[str, int]) -> dict[str, int]:
-    out = {s: sum(by_module.get(child, 0) for child in children) for s, children in model.SECTIONS.items()}
-    # fvcore attributes a shared module's calls to one of its names; attention modules sit below
-    # the layers, so summing the distinct attention module names counts each call once.
-    out["attention"] = sum(by_module.get(p[:-1], 0) for p in _attention_prefixes(model))
+def _madds_breakdown(model: ArchModel, by_child: dict[str, int], attention: int) -> dict[str, int]:
+    """MAdds by module name summed into the model's sections (only top-level children are read), plus the
+    ``attention`` share."""
+    out = {s: sum(by_child.get(child, 0) for child in children) for s, children in model.SECTIONS.items()}
+    out["attention"] = attention
     return {k: out.get(k, 0) for k in (*SECTION_NAMES, "attention")}
 
 
@@ -158,27 +161,34 @@ def _check_probe_size(params: int, map_bytes: int) -> None:
                         f"{MEMORY_PROBE_LIMIT >> 30} GiB limit of the memory probe")
 
 
-def cost(config: ArchConfig | dict, memory: bool = True, device: str | torch.device = "cpu") -> CostReport:
+COUNTERS = ("formula", "trace")
+
+
+def cost(config: ArchConfig | dict, memory: bool = True, device: str | torch.device = "cpu",
+         counter: str = "formula") -> CostReport:
     """Static costs of ``config``.
 
     Parameters, MAdds and attention-map bytes come from a meta-device model (shapes only, nothing
     allocated). With ``memory``, that model is materialised uninitialised on ``device`` (values do
     not change memory use, and skipping initialisation saves a full build) and runs one forward +
-    backward at batch 1.
+    backward at batch 1. ``counter`` picks how MAdds and attention-map bytes are counted:
+    ``formula`` (fast, the default) or ``trace`` (fvcore over a jit trace, the reference; same figures).
     """
+    if counter not in COUNTERS:
+        raise ValueError(f"`counter` must be one of {', '.join(COUNTERS)}, got {counter!r}")
     if isinstance(config, dict):
         config = ArchConfig.from_dict(config)
     with torch.device("meta"):
         model = build_model(config)
-        inputs = model.example_inputs(batch=1, device="meta")
     model.eval()
     params, params_breakdown = count_params(model)
-    # The sketch pooling selects real tokens with a boolean mask; meta tensors cannot know how many
-    # are real, and the example inputs have no padding, so "all of them" is exact here.
-    with fx_config.patch(meta_nonzero_assume_all_nonzero=True):
-        madds, by_module = count_madds(model, inputs)
-        map_bytes = attention_map_bytes(model, inputs)
-    report = CostReport(params, params_breakdown, madds, _madds_breakdown(model, by_module),
+    if counter == "formula":
+        count = formula_count(model)
+        by_child, attention, map_bytes = count.by_child, count.attention, count.map_bytes
+        madds = sum(by_child.values())
+    else:
+        madds, by_child, attention, map_bytes = _traced_counts(model)
+    report = CostReport(params, params_breakdown, madds, _madds_breakdown(model, by_child, attention),
                         attention_map_bytes=map_bytes)
     if memory:
         _check_probe_size(params, map_bytes)
@@ -186,3 +196,18 @@ def cost(config: ArchConfig | dict, memory: bool = True, device: str | torch.dev
         inputs = model.example_inputs(batch=1, device=device)
         report.memory_bytes, report.memory_device = peak_memory(model, inputs)
     return report
+
+
+def _traced_counts(model: ArchModel) -> tuple[int, dict[str, int], int, int]:
+    """fvcore's MAdds (total, by module name, attention share) and the hooks' attention-map bytes of one
+    meta-device forward."""
+    inputs = model.example_inputs(batch=1, device="meta")
+    # The sketch pooling selects real tokens with a boolean mask; meta tensors cannot know how many
+    # are real, and the example inputs have no padding, so "all of them" is exact here.
+    with fx_config.patch(meta_nonzero_assume_all_nonzero=True):
+        madds, by_module = count_madds(model, inputs)
+        map_bytes = attention_map_bytes(model, inputs)
+    # fvcore attributes a shared module's calls to one of its names; attention modules sit below
+    # the layers, so summing the distinct attention module names counts each call once.
+    attention = sum(by_module.get(p[:-1], 0) for p in _attention_prefixes(model))
+    return madds, by_module, attention, map_bytes

@@ -53,7 +53,7 @@ class StaticCosts:
         self.rejected_points = 0
         self.rejected: Counter[str] = Counter()  # by constraint; a point may break several
         # cost reports by adapted configuration: points that differ only in training settings (lr, batch
-        # size, ...) share an architecture, and tracing it again costs ~0.1-0.5 s per point in the driver
+        # size, ...) share an architecture, and costing it again would take 2-60 ms per point in the driver
         self._reports: dict[str, tuple[CostReport, dict[str, float | str]]] = {}
 
     def adapt(self, config: ArchConfig) -> ArchConfig:
