@@ -23,11 +23,16 @@ PostgreSQL's ``max_connections`` is shared with everything else on the server: b
 P (or the proxy's pool of) connections the script checks that ``--pg-headroom`` connections stay free and
 skips the arm, saying so, where they would not; during the arm it samples the connections to the database.
 
+With ``--read-trials N`` it also writes the same N synthetic trials (``dashboards.sample``, a sweep's record)
+into each backend (SQL storages in batches; journals through Optuna's ``copy_study`` from a SQLite source)
+and times the fresh reader on them (through the proxy, the second read finds the proxy's cache warm).
+
 Prints JSON: per arm completed trials/s, per-call latency p50/p99 (all calls and per kind), errors by
 type, trials left unfinished, peak connections, and the fresh reader's timings, with the machine's load.
 
     python bench/storage_backends.py --workers 1 4 16 64 --seconds 20
     python bench/storage_backends.py --backends sqlite journal-redis --workers 4 --seconds 5
+    python bench/storage_backends.py --workers 0 --read-trials 5000
 """
 
 from __future__ import annotations
@@ -327,6 +332,63 @@ def drive(ctx, backend: Backend, workers: int) -> dict:
     return result
 
 
+# ---- reading one large study: the same synthetic trials in every backend -----------------------------------
+
+def read_arm(backend: Backend, trials: int, source_url: str) -> dict:
+    """``trials`` synthetic trials (``dashboards.sample``) written to ``backend``, then the fresh reader."""
+    arm = {"backend": backend.name, "read_trials": trials}
+    if (why := backend.missing()):
+        return {**arm, "skipped": why}
+    ctx = mp.get_context("fork")
+    name, out, server = f"bench-storage-read-{backend.tag}", ctx.Queue(), None
+    if backend.name == "grpc-postgresql":
+        server = ctx.Process(target=serve_grpc, args=(backend.args.postgres_url, backend.port), daemon=True)
+        server.start()
+    try:
+        filler = ctx.Process(target=fill, args=(backend, name, trials, source_url, out))
+        filler.start()
+        arm["write_s"] = out.get(timeout=backend.args.reader_timeout)
+        filler.join()
+        reader = ctx.Process(target=read_back, args=(backend, name, out))
+        reader.start()
+        arm["fresh_reader"] = out.get(timeout=backend.args.reader_timeout)
+        reader.join()
+        arm["loadavg_1min"] = round(os.getloadavg()[0], 2)
+        return arm
+    finally:
+        if server is not None:
+            server.terminate()
+            server.join(10)
+        backend.cleanup()
+
+
+def fill(backend: Backend, name: str, trials: int, source_url: str, out) -> None:
+    """SQL storages get the trials in batches (``tuners.bulk_write``); journals a copy of the SQLite source
+    study through Optuna's ``copy_study`` (``add_trials``: one log entry per trial); the proxy's study is
+    written on PostgreSQL directly and read through the proxy."""
+    import optuna
+
+    from dashboards.sample import seed_study
+    from tuners.storage import open_storage
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    t0 = time.perf_counter()
+    if backend.name in ("sqlite", "postgresql"):
+        seed_study(backend.open(), name, trials)
+    elif backend.name == "grpc-postgresql":
+        seed_study(open_storage(backend.args.postgres_url), name, trials)
+    else:
+        optuna.copy_study(from_study_name="source", from_storage=open_storage(source_url),
+                          to_storage=backend.open(), to_study_name=name)
+    out.put(round(time.perf_counter() - t0, 2))
+
+
+def seed_source(url: str, trials: int) -> None:
+    from dashboards.sample import seed_study
+
+    seed_study(url, "source", trials)
+
+
 def create_study(backend: Backend, study_name: str) -> None:
     import optuna
 
@@ -379,16 +441,21 @@ def main() -> None:
     parser.add_argument("--pg-headroom", type=int, default=20,
                         help="PostgreSQL connections to leave free for other users of the server")
     parser.add_argument("--reader-timeout", type=float, default=600.0, help="seconds the fresh reader may take")
+    parser.add_argument("--read-trials", type=int, default=0,
+                        help="also write this many synthetic trials (dashboards.sample) into each backend and time a "
+                             "fresh reader on them (0: skip)")
     parser.add_argument("--keep", action="store_true", help="keep the studies (default: delete them after reading)")
     args = parser.parse_args()
-    if any(p < 1 for p in args.workers) or args.seconds <= 0 or args.epochs < 0:
-        parser.error(f"--workers must be >= 1, --seconds > 0 and --epochs >= 0, but got "
-                     f"{args.workers=}, {args.seconds=}, {args.epochs=}")
+    if any(p < 0 for p in args.workers) or args.seconds <= 0 or args.epochs < 0 or args.read_trials < 0:
+        parser.error(f"--workers must be >= 1 (0: no write arms), --seconds > 0, --epochs >= 0 and --read-trials >= 0, "
+                     f"but got {args.workers=}, {args.seconds=}, {args.epochs=}, {args.read_trials=}")
+    if not any(args.workers) and not args.read_trials:
+        parser.error("nothing to run: --workers are all 0 and --read-trials is 0")
     monitor = LoadMonitor(threads=1)
     workdir = Path(tempfile.mkdtemp(prefix="lwnas-storage-bench-"))
     results = []
     try:
-        for workers in args.workers:
+        for workers in [p for p in args.workers if p > 0]:
             for name in args.backends:
                 backend = Backend(name, args, workdir)
                 if name == "grpc-postgresql" and not args.grpc_port:
@@ -399,9 +466,31 @@ def main() -> None:
                 except Exception as exc:  # noqa: BLE001 - one broken arm is reported; the others still run
                     results.append({"backend": name, "workers": workers, "failed": traceback.format_exception_only(exc)[-1].strip()})
                 log(json.dumps(results[-1])[:400])
+        if args.read_trials:
+            results += read_arms(args, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print(json.dumps({"results": results, "machine": {**monitor.report(), "cores": os.cpu_count()}}, indent=2))
+
+
+def read_arms(args: argparse.Namespace, workdir: Path) -> list[dict]:
+    source = f"sqlite:///{workdir / 'source.db'}"
+    seeder = mp.get_context("fork").Process(target=seed_source, args=(source, args.read_trials))
+    seeder.start()
+    seeder.join()
+    results = []
+    for name in args.backends:
+        backend = Backend(name, args, workdir)
+        if name == "grpc-postgresql" and not args.grpc_port:
+            backend.port = free_port()
+        log(f"{name}, reading {args.read_trials} trials ...")
+        try:
+            results.append(read_arm(backend, args.read_trials, source))
+        except Exception as exc:  # noqa: BLE001 - one broken arm is reported; the others still run
+            results.append({"backend": name, "read_trials": args.read_trials,
+                            "failed": traceback.format_exception_only(exc)[-1].strip()})
+        log(json.dumps(results[-1])[:400])
+    return results
 
 
 def free_port() -> int:
