@@ -54,6 +54,7 @@ from pathlib import Path
 
 from _common import HelpFormatter, LoadMonitor, log
 
+go_at = mp.Value("d", 0.0)  # wall time the workers start at (set by the parent; shared through fork)
 # GrpcStorageProxy and JournalRedisBackend are marked experimental; the warning would repeat once per worker
 warnings.filterwarnings("ignore", message=".*is experimental")
 
@@ -198,9 +199,6 @@ def error_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first_line(exc)[:160]}"
 
 
-go_at = mp.Value("d", 0.0)  # wall time the workers start at (set by the parent; shared through fork)
-
-
 # ---- the fresh reader --------------------------------------------------------------------------------------
 
 def read_back(backend: Backend, study_name: str, out) -> None:
@@ -292,8 +290,6 @@ def run_arm(backend: Backend, workers: int) -> dict:
 
 
 def drive(ctx, backend: Backend, workers: int) -> dict:
-    import optuna
-
     study_name = f"bench-storage-{backend.name}-{workers}-{backend.tag}"
     setup = ctx.Process(target=create_study, args=(backend, study_name))  # in a child: no storage opened here
     setup.start()
@@ -328,7 +324,6 @@ def drive(ctx, backend: Backend, workers: int) -> dict:
     reader.start()
     result["fresh_reader"] = out.get(timeout=backend.args.reader_timeout)
     reader.join()
-    del optuna
     return result
 
 

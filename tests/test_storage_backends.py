@@ -55,3 +55,15 @@ def test_bad_arguments_name_the_field_and_help_runs():
     assert out.returncode == 2 and "nothing to run" in out.stderr
     assert "journal-redis" in subprocess.run([sys.executable, str(BENCH), "--help"], capture_output=True,
                                              text=True, timeout=60, check=True).stdout
+
+
+def test_a_backend_whose_client_is_missing_is_skipped_with_the_install_hint():
+    # grpc made unimportable in the bench's process, as on a machine without the `cluster` extra
+    code = ("import runpy, sys; sys.modules['grpc'] = None; "
+            f"sys.argv = [{str(BENCH)!r}, '--backends', 'grpc-postgresql', '--workers', '1', '--seconds', '1']; "
+            f"runpy.run_path({str(BENCH)!r}, run_name='__main__')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         cwd=BENCH.parent)
+    assert out.returncode == 0, out.stderr[-2000:]
+    (arm,) = json.loads(out.stdout)["results"]
+    assert arm["skipped"] == "grpc is not installed: pip install 'lwnas[cluster]' (grpcio)"
