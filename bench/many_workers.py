@@ -91,9 +91,10 @@ def kill_session(sid: int, timeout: float = 30) -> None:
 
 
 def is_worker(p: psutil.Process) -> bool:
-    """A Ray worker process (its title is ``ray::IDLE``, ``ray::ImplicitFunc.train``, ...)."""
+    """A Ray worker that holds a trial: Tune's function-trainable actor (title ``ray::ImplicitFunc``,
+    ``ray::ImplicitFunc.train``); Ray's idle pre-started workers (``ray::IDLE``) and agents are not counted."""
     try:
-        return p.name().startswith("ray::") or " ".join(p.cmdline()[:1]).startswith("ray::")
+        return "ImplicitFunc" in " ".join(p.cmdline()[:1])
     except psutil.Error:
         return False
 
