@@ -40,8 +40,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import psutil
 import yaml
+
+try:
+    import psutil  # USS/PSS of the workers (comes with the test extra, through nni)
+except ImportError:
+    sys.exit("bench/many_workers.py needs psutil to sample the workers' memory: pip install psutil")
 
 from _common import HelpFormatter, LoadMonitor, all_cores, log
 
