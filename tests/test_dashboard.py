@@ -110,7 +110,7 @@ def test_front_points_equal_best_trials(seeded, monkeypatch):
     assert traces["Pareto front"]["text"] == [str(n) for n in trace_numbers(traces["Pareto front"])]
     # hover shows the configuration: the template names each knob, customdata carries its value
     template, row = traces["Pareto front"]["hovertemplate"], traces["Pareto front"]["customdata"][0]
-    config = study.trials[row[0]].user_attrs["config"]
+    config = record_of(study.trials[row[0]]).config
     for knob in ("d_model", "layers", "pooling"):
         assert f"{knob}=%{{customdata[" in template
         index = int(template.split(f"{knob}=%{{customdata[")[1].split("]")[0])
@@ -156,7 +156,7 @@ def test_filters_and_sorting_change_the_table(seeded, monkeypatch):
     at.multiselect(key="filter_knobs").set_value(["pooling"]).run()
     at.multiselect(key="filter_value_pooling").set_value(["mean"]).run()
     table = trials_table(at)
-    expected = [t.number for t in complete if t.user_attrs["config"]["pooling"] == "mean"]
+    expected = [t.number for t in complete if record_of(t).config["pooling"] == "mean"]
     assert 0 < len(table) < len(complete) and sorted(table["trial"]) == expected
     at.selectbox(key="sort_by").set_value("accuracy").run()
     accuracy = list(trials_table(at)["accuracy"])

@@ -151,7 +151,7 @@ def test_infeasible_points_are_recorded_with_constraints_and_never_trained(sqlit
     assert infeasible, summary(s.trials)
     for t in infeasible:
         assert t.params["d_model"] == 128
-        assert t.constraints == {"params": t.user_attrs["costs"]["params"] - s.limit} and t.constraints["params"] > 0
+        assert t.constraints == {"params": record_of(t).costs["params"] - s.limit} and t.constraints["params"] > 0
         assert not record_of(t).epochs and "host" not in t.user_attrs, "an infeasible point was trained"
         assert "params" in t.user_attrs["failure"]
     for t in s.trials.values():

@@ -216,7 +216,7 @@ class StudySearcher(Searcher):
             self._set_attr(trial_id, keys.OUTCOME, Outcome.PRUNED.value)
             return TrialState.PRUNED, None
         # a searcher restored from a checkpoint planned none of its running trials: storage has their costs
-        costs = self._costs.get(trial_id) or self._frozen(trial_id).user_attrs[keys.COSTS]
+        costs = self._costs.get(trial_id) or keys.record_of(self._frozen(trial_id)).costs
         values = [costs[o.metric] if o.is_cost else epochs[-1][f"val_{o.metric}"] for o in self.objectives]
         if any(isinstance(v, float) and math.isnan(v) for v in values):
             self._set_attr(trial_id, keys.OUTCOME, Outcome.FAILED.value)

@@ -35,7 +35,8 @@ STUDY_CONFIRMATIONS = "lwnas:confirmations"  # `lwnas confirm` runs (tuners/conf
 SEED_OF = "seed_of"  # trial attribute: the trial whose point this one retrains with another seed (tuners/seeds.py)
 # -- end --
 # trial user attributes
-# (the planned trial, tuners/record.py: what the worker trains)
+PLAN = "plan"  # the planned trial (tuners/record.py: what the worker trains) as one attribute: the keys below
+# (the planned trial's fields; lwnas before the `plan` attribute wrote each as an attribute of its own, still read)
 CONFIG = "config"  # the full ArchConfig as a dict, adapted to the task
 TRAINING = "training"  # every training setting the trial runs with (seed, threads and epochs included)
 TASK = "task"
@@ -209,13 +210,14 @@ def epochs_of(attrs: dict[str, Any]) -> list[dict[str, Any]]:
 def record_of(trial: Any) -> TrialRecord:
     """A TrialRecord from an Optuna FrozenTrial (written by this lwnas or an earlier one)."""
     attrs = trial.user_attrs
+    plan = attrs.get(PLAN) or attrs  # one attribute now; studies from before it hold each field alone
     state = trial.state.name
     default_outcome = {"COMPLETE": Outcome.COMPLETE, "PRUNED": Outcome.PRUNED, "FAIL": Outcome.FAILED}.get(state)
     default_outcome = default_outcome.value if default_outcome else state.lower()  # running, waiting
     return TrialRecord(
-        number=trial.number, config=attrs.get(CONFIG, {}), training=attrs.get(TRAINING, {}),
-        task=attrs.get(TASK), task_options=attrs.get(TASK_OPTIONS, {}), seed=attrs.get(SEED),
-        costs=attrs.get(COSTS, {}),
+        number=trial.number, config=plan.get(CONFIG, {}), training=plan.get(TRAINING, {}),
+        task=plan.get(TASK), task_options=plan.get(TASK_OPTIONS, {}), seed=plan.get(SEED),
+        costs=plan.get(COSTS, {}),
         state=state, outcome=attrs.get(OUTCOME, default_outcome),
         values=list(trial.values) if trial.values is not None else None, params=dict(trial.params),
         constraints=dict(trial.constraints), epochs=epochs_of(attrs), wall_time=attrs.get(WALL_TIME),
@@ -224,9 +226,12 @@ def record_of(trial: Any) -> TrialRecord:
 
 
 def planned_attrs(record: TrialRecord) -> dict[str, Any]:
-    """The user attributes the driver writes for a planned trial (``record_of`` reads them back)."""
-    return plain({CONFIG: record.config, TRAINING: record.training, TASK: record.task,
-                  TASK_OPTIONS: record.task_options, SEED: record.seed, COSTS: record.costs})
+    """The user attributes the driver writes for a planned trial (``record_of`` reads them back).
+
+    One attribute, not one per field: each attribute is a transaction of its own through Optuna's storage
+    API (about four SQL statements), so six keys cost five more round trips per trial than one."""
+    return {PLAN: plain({CONFIG: record.config, TRAINING: record.training, TASK: record.task,
+                         TASK_OPTIONS: record.task_options, SEED: record.seed, COSTS: record.costs})}
 
 
 def plain(value: Any) -> Any:
