@@ -126,8 +126,7 @@ class StudySearcher(Searcher):
             active = self.suggest_params(ot_trial)
             params = {**ot_trial.params, **active}  # every value suggested, as Ray's define-by-run adapter gave
             record, verdict = self._plan(ot_trial.number, params)
-            for key, value in keys.planned_attrs(record).items():
-                ot_trial.set_user_attr(key, value)
+            self._write_plan(ot_trial, record)
             for constraint in self.study.constraints:
                 ot_trial.set_constraint(constraint.metric, constraint.violation(verdict.costs[constraint.metric]))
             if verdict.feasible:
@@ -152,6 +151,11 @@ class StudySearcher(Searcher):
                              training=TrainSettings.from_dict(training).to_dict(),  # every setting, defaults too
                              task_options=dict(self.study.task_options), seed=seed, costs=verdict.costs)
         return TrialRecord.from_worker(keys.plain(record.for_worker())), verdict  # as storage will hold it
+
+    def _write_plan(self, ot_trial: optuna.Trial, record: TrialRecord) -> None:
+        """Store the planned record (one attribute: each is a transaction of its own)."""
+        for key, value in keys.planned_attrs(record).items():
+            ot_trial.set_user_attr(key, value)
 
     def _propose(self, trial_id: str) -> bool:
         """Hook before each ask (another proposer enqueues its point here); False: nothing to propose."""
