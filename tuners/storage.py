@@ -3,8 +3,9 @@
 Each sweep is a normal Optuna study (``optuna.load_study`` and optuna-dashboard open it). lwnas adds
 user attributes under fixed keys so the dashboard, ``lwnas status`` and ``lwnas export`` read the
 same record (``TrialRecord``, ``tuners/record.py``): on the study, the study file and objective
-metrics; on every trial, what the driver planned (the adapted configuration, every training setting,
-task, seed, static costs), one key per epoch's metrics, wall time, host and, on failure, the reason.
+metrics; on every trial, what the driver planned (one ``plan`` attribute: the adapted configuration, every
+training setting, task, seed, static costs), one key per epoch's metrics, wall time, host and, on failure,
+the reason.
 Feasibility goes through Optuna's constraint API (``Trial.set_constraint``).
 """
 
