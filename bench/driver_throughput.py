@@ -7,7 +7,8 @@ after another, each trial reporting ``--epochs`` synthetic epochs. Before measur
 prefilled with N finished trials shaped like a sweep's (parameters, the planned record with real static
 costs, the study's constraint, one key per epoch, outcome attributes; complete, pruned, failed and
 infeasible) in batched INSERTs (``tuners.bulk_write.insert_trials``, which writes what ``add_trials``
-writes). Each sampler then drives ``--measure`` trials per arm on that study, a fresh driver each:
+writes). Each sampler then drives ``--measure`` trials per arm on that study, one fresh driver per arm, the
+arms taking turns in blocks of ``--block`` trials (the load of a shared machine swings within minutes):
 
 * ``before``: the planned record as six attributes and every commit flushed to disk (lwnas until issue 15);
 * ``after``: one ``plan`` attribute and the driver's storage as ``lwnas sweep`` opens it now
@@ -20,8 +21,8 @@ is warm (the prefill costed every architecture of this small space), so the driv
 
 Printed per backend x stored trials x sampler x arm: completed trials/s, epoch records/s (the
 ``on_trial_result`` calls alone), ``suggest`` latency p50/p99 and its shares (Optuna's ask, static cost,
-the rest), SQL statements and commits per trial (SQLAlchemy engine events), the driver's RSS before and
-after, and the 1-minute load average beside each row.
+the rest), SQL statements and commits per trial (SQLAlchemy engine events), the memory a driver's start-up added
+(Optuna's cache of the stored trials), the process's peak RSS, and the 1-minute load average beside each row.
 
     python bench/driver_throughput.py --sizes 1000 10000 --backends sqlite postgresql
 """
@@ -195,81 +196,102 @@ def rss_mib() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def measure(study, static, url: str, name: str, arm: str, trials: int, epochs: int, seed: int,
-            profile: str | None = None) -> dict:
-    """Drive one start-up trial and then ``trials`` synthetic trials through a fresh driver (searcher).
+class Driver:
+    """One arm's driver (storage, Optuna study, searcher) on the stored study, with its timers and counters.
 
     ``static`` is the prefill's cost model, warm for every architecture of this small space: the driver's
     own path is measured here, the cost model's speed by ``bench/cost_speed.py``."""
-    import cProfile
-    import random
 
-    import optuna
+    def __init__(self, study, static, url: str, name: str, arm: str, epochs: int, seed: int):
+        import random
 
-    from tuners.searcher import StudySearcher
-    from tuners.storage import open_storage
-    from tuners.sweep import make_sampler
+        import optuna
 
-    PerFieldPlanSearcher = per_field_plan_searcher()
+        from tuners.searcher import StudySearcher
+        from tuners.storage import open_storage
+        from tuners.sweep import make_sampler
 
-    rng = random.Random(seed)
-    rss0 = rss_mib()
-    storage = open_storage(url, flush_each_commit=ARMS[arm])
-    ot_study = optuna.load_study(study_name=name, storage=storage, sampler=make_sampler(study))
-    searcher = (StudySearcher if arm == "after" else PerFieldPlanSearcher)(study, ot_study, static, storage)
-    sampler = study.tuner.sampler
-    static = searcher.static.evaluate = Timed(searcher.static.evaluate)
-    ask = ot_study.ask = Timed(ot_study.ask)
-    tell = ot_study.tell = Timed(ot_study.tell)
+        self.arm, self.epochs, self.rng = arm, epochs, random.Random(seed)
+        self.label = f"{study.tuner.sampler}_{arm}"
+        rss0 = rss_mib()
+        self.storage = open_storage(url, flush_each_commit=ARMS[arm])
+        ot_study = optuna.load_study(study_name=name, storage=self.storage, sampler=make_sampler(study))
+        searcher_class = StudySearcher if arm == "after" else per_field_plan_searcher()
+        self.searcher = searcher_class(study, ot_study, static, self.storage)
+        self.static = self.searcher.static.evaluate = Timed(self.searcher.static.evaluate)
+        self.ask = ot_study.ask = Timed(ot_study.ask)
+        self.tell = ot_study.tell = Timed(ot_study.tell)
+        # a new driver's first ask reads every stored trial into Optuna's cache: start-up, reported apart
+        self.startup_s = sum(self.run_trial("start"))
+        self.startup_rss_mib = rss_mib() - rss0  # this driver's cache of the stored study
+        for timer in (self.static, self.ask, self.tell):
+            timer.seconds = 0.0
+        self.traffic = Traffic(self.storage.engine)
+        self.suggest_s, self.results_s, self.complete_s, self.wall_s, self.done = [], 0.0, 0.0, 0.0, 0
 
-    def run_trial(trial_id: str) -> tuple[float, float, float]:
+    def run_trial(self, tag: str) -> tuple[float, float, float]:
+        """One trial as Ray's driver loop makes it: suggest, one result per epoch, complete."""
+        trial_id = f"bench_{self.label}_{tag}"
         t0 = time.perf_counter()
-        assert searcher.suggest(trial_id) is not None
+        assert self.searcher.suggest(trial_id) is not None
         t1 = time.perf_counter()
         last = None
-        for e in range(1, epochs + 1):
-            last = epoch_result(e, rng)
-            searcher.on_trial_result(trial_id, last)
+        for e in range(1, self.epochs + 1):
+            last = epoch_result(e, self.rng)
+            self.searcher.on_trial_result(trial_id, last)
         t2 = time.perf_counter()
-        searcher.on_trial_complete(trial_id, last)
+        self.searcher.on_trial_complete(trial_id, last)
         return t1 - t0, t2 - t1, time.perf_counter() - t2
 
-    # a new driver's first ask reads every stored trial into Optuna's cache: start-up, reported apart
-    startup = sum(run_trial(f"bench_{sampler}_start"))
-    for timer in (static, ask, tell):
-        timer.seconds = 0.0
-    traffic = Traffic(storage.engine)
-    profiler = cProfile.Profile() if profile else None
-    suggest_s, results_s, complete_s = [], 0.0, 0.0
-    t_start = time.perf_counter()
-    if profiler:
-        profiler.enable()
-    for i in range(trials):
-        s, r, c = run_trial(f"bench_{sampler}_{i:06d}")
-        suggest_s.append(s)
-        results_s += r
-        complete_s += c
-    if profiler:
-        profiler.disable()
-        profiler.dump_stats(profile)
-    wall = time.perf_counter() - t_start
-    storage.engine.dispose()
-    return {
-        "sampler": sampler, "arm": arm, "trials": trials, "first_trial_s": round(startup, 2),
-        "completed_trials_per_s": round(trials / wall, 1),
-        "epoch_records_per_s": round(trials * epochs / results_s, 1),
-        "suggest_ms": {"p50": round(1e3 * pct(suggest_s, 0.5), 2), "p99": round(1e3 * pct(suggest_s, 0.99), 2),
-                       "mean": round(1e3 * statistics.fmean(suggest_s), 2)},
-        "per_trial_ms": {"optuna_ask": round(1e3 * ask.seconds / trials, 2),
-                         "static_cost": round(1e3 * static.seconds / trials, 2),
-                         "suggest_other": round(1e3 * (sum(suggest_s) - ask.seconds - static.seconds) / trials, 2),
-                         "epoch_records": round(1e3 * results_s / trials, 2),
-                         "complete": round(1e3 * complete_s / trials, 2),
-                         "optuna_tell_in_complete": round(1e3 * tell.seconds / trials, 2)},
-        "per_trial_sql": {"statements": round(traffic.statements / trials, 1),
-                          "commits": round(traffic.commits / trials, 1)},
-        "driver_rss_mib": {"before": round(rss0, 1), "after": round(rss_mib(), 1)},
-    }
+    def run(self, trials: int, profiler=None) -> None:
+        if profiler:
+            profiler.enable()
+        t0 = time.perf_counter()
+        for _ in range(trials):
+            s, r, c = self.run_trial(f"{self.done:06d}")
+            self.suggest_s.append(s)
+            self.results_s += r
+            self.complete_s += c
+            self.done += 1
+        self.wall_s += time.perf_counter() - t0
+        if profiler:
+            profiler.disable()
+
+    def report(self) -> dict:
+        n, s = self.done, self.suggest_s
+        self.storage.engine.dispose()
+        return {
+            "arm": self.arm, "trials": n, "first_trial_s": round(self.startup_s, 2),
+            "completed_trials_per_s": round(n / self.wall_s, 2),
+            "epoch_records_per_s": round(n * self.epochs / self.results_s, 1),
+            "suggest_ms": {"p50": round(1e3 * pct(s, 0.5), 1), "p99": round(1e3 * pct(s, 0.99), 1),
+                           "mean": round(1e3 * statistics.fmean(s), 1)},
+            "per_trial_ms": {"optuna_ask": round(1e3 * self.ask.seconds / n, 1),
+                             "static_cost": round(1e3 * self.static.seconds / n, 1),
+                             "suggest_other": round(1e3 * (sum(s) - self.ask.seconds - self.static.seconds) / n, 1),
+                             "epoch_records": round(1e3 * self.results_s / n, 1),
+                             "complete": round(1e3 * self.complete_s / n, 1),
+                             "optuna_tell_in_complete": round(1e3 * self.tell.seconds / n, 1)},
+            "per_trial_sql": {"statements": round(self.traffic.statements / n, 1),
+                              "commits": round(self.traffic.commits / n, 1)},
+            "driver_cache_rss_mib": round(self.startup_rss_mib, 1),
+        }
+
+
+def measure(study, static, url: str, name: str, arms: list[str], trials: int, epochs: int, seed: int,
+            block: int, profile: str | None = None) -> list[dict]:
+    """Drive ``trials`` synthetic trials per arm, the arms taking turns in blocks of ``block`` trials (the
+    machine's load swings within minutes: alternating keeps it the same for both arms)."""
+    import cProfile
+
+    drivers = [Driver(study, static, url, name, arm, epochs, seed) for arm in arms]
+    profilers = {d.arm: cProfile.Profile() for d in drivers} if profile else {}
+    for turn in range(0, trials, block):
+        for d in drivers if (turn // block) % 2 == 0 else reversed(drivers):
+            d.run(min(block, trials - turn), profilers.get(d.arm))
+    for arm, profiler in profilers.items():
+        profiler.dump_stats(f"{profile}-{arm}.prof")
+    return [{"sampler": study.tuner.sampler, **d.report()} for d in drivers]
 
 
 def main() -> None:
@@ -277,7 +299,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000], help="trials stored before measuring")
     parser.add_argument("--backends", nargs="+", default=["sqlite", "postgresql"], choices=["sqlite", "postgresql"])
     parser.add_argument("--samplers", nargs="+", default=["random", "nsga2"])
-    parser.add_argument("--measure", type=int, default=200, help="trials driven per sampler")
+    parser.add_argument("--measure", type=int, default=200, help="trials driven per sampler and arm")
     parser.add_argument("--epochs", type=int, default=5, help="synthetic epochs per trial")
     parser.add_argument("--postgres", default=os.environ.get("LWNAS_TEST_POSTGRES",
                                                              "postgresql://postgres@127.0.0.1:5432/test"),
@@ -285,8 +307,9 @@ def main() -> None:
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS),
                         help="before: six planned-record attributes, every commit flushed (lwnas until issue 15); "
                              "after: one `plan` attribute, the driver's storage as `lwnas sweep` opens it now")
+    parser.add_argument("--block", type=int, default=5, help="trials an arm drives before the other takes its turn")
     parser.add_argument("--profile", metavar="PREFIX",
-                        help="write a cProfile of each measured loop to PREFIX-BACKEND-SIZE-SAMPLER-ARM.prof")
+                        help="write a cProfile of each arm's measured trials to PREFIX-BACKEND-SIZE-SAMPLER-ARM.prof")
     args = parser.parse_args()
 
     import optuna
@@ -316,13 +339,13 @@ def main() -> None:
                 for sampler in args.samplers:
                     study = study_from_dict({**spec, "name": name, "tuner": {**spec["tuner"], "sampler": sampler}},
                                             task_family=task_family)
-                    for arm in args.arms:
-                        log(f"{backend}, {size} stored: {args.measure} trials with {sampler}, {arm}")
-                        profile = args.profile and f"{args.profile}-{backend}-{size}-{sampler}-{arm}.prof"
-                        row = measure(study, static, url, name, arm, args.measure, args.epochs, seed=size,
-                                      profile=profile)
+                    log(f"{backend}, {size} stored: {args.measure} trials with {sampler} per arm")
+                    load = os.getloadavg()[0]
+                    profile = args.profile and f"{args.profile}-{backend}-{size}-{sampler}"
+                    for row in measure(study, static, url, name, args.arms, args.measure, args.epochs, seed=size,
+                                       block=args.block, profile=profile):
                         results.append({"backend": backend, "stored_trials": size, "prefill_s": round(fill_s, 1),
-                                        **row, "uptime_load_1min": round(os.getloadavg()[0], 2)})
+                                        **row, "load_1min": [round(load, 1), round(os.getloadavg()[0], 1)]})
                         log(json.dumps(results[-1]))
                 if backend == "postgresql":
                     t0 = time.perf_counter()
