@@ -114,11 +114,13 @@ def sweep_like_trials(study, static, n: int, epochs: int, seed: int) -> list:
     return frozen
 
 
-def prefill(storage, name: str, study, static, n: int, epochs: int, seed: int) -> float:
-    """Append ``n`` sweep-shaped trials in batched INSERTs (``tuners.bulk_write``); seconds taken to write."""
+def prefill(storage, name: str, study, static, n: int, epochs: int, seed: int, distinct: int = 0) -> float:
+    """Append ``n`` sweep-shaped trials in batched INSERTs (``tuners.bulk_write``); seconds taken to write.
+    ``distinct`` > 0 builds that many trials and repeats them (building one costs ~1 ms, ~10 ms under load)."""
     from tuners.bulk_write import insert_trials
 
-    frozen = sweep_like_trials(study, static, n, epochs, seed)
+    built = sweep_like_trials(study, static, min(n, distinct or n), epochs, seed)
+    frozen = [built[i % len(built)] for i in range(n)]
     t0 = time.perf_counter()
     insert_trials(storage, storage.get_study_id_from_name(name), frozen)
     return time.perf_counter() - t0
@@ -307,6 +309,8 @@ def main() -> None:
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS),
                         help="before: six planned-record attributes, every commit flushed (lwnas until issue 15); "
                              "after: one `plan` attribute, the driver's storage as `lwnas sweep` opens it now")
+    parser.add_argument("--distinct", type=int, default=0,
+                        help="build this many distinct prefill trials and repeat them (0: every trial distinct)")
     parser.add_argument("--block", type=int, default=5, help="trials an arm drives before the other takes its turn")
     parser.add_argument("--profile", metavar="PREFIX",
                         help="write a cProfile of each arm's measured trials to PREFIX-BACKEND-SIZE-SAMPLER-ARM.prof")
@@ -334,7 +338,7 @@ def main() -> None:
                 open_study_storage(base, SweepOptions(storage=url), False, storage)  # as `lwnas sweep` creates it
                 log(f"{backend}: prefilling {size} trials")
                 static = StaticCosts(base, make_task(base))
-                fill_s = prefill(storage, name, base, static, size, args.epochs, seed=size)
+                fill_s = prefill(storage, name, base, static, size, args.epochs, seed=size, distinct=args.distinct)
                 storage.engine.dispose()
                 for sampler in args.samplers:
                     study = study_from_dict({**spec, "name": name, "tuner": {**spec["tuner"], "sampler": sampler}},
