@@ -198,7 +198,7 @@ def test_export_then_train_reproduces_the_recorded_value(sqlite_sweep):
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["params"] == recorded.costs["params"]
     assert metrics["val"]["accuracy"] == record_of(s.trials[number]).epochs[-1]["val_accuracy"] == s.trials[number].values[0]
-    assert load_config_file(run_dir / "config.yaml").config.to_dict() == recorded["config"]
+    assert load_config_file(run_dir / "config.yaml").config.to_dict() == recorded.config
 
     rc, out = run_proc(["lwnas", "train", str(exported), "--task", "shapes-vqa", "-o", str(run_dir)],
                        s.workdir, s.env, s.workdir / "train-other.log", timeout=120)
