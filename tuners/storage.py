@@ -230,7 +230,7 @@ def planned_attrs(record: TrialRecord) -> dict[str, Any]:
     """The user attributes the driver writes for a planned trial (``record_of`` reads them back).
 
     One attribute, not one per field: each attribute is a transaction of its own through Optuna's storage
-    API (about four SQL statements), so six keys cost five more round trips per trial than one."""
+    API (read the trial, write, commit), so six keys cost five more transactions per trial than one."""
     return {PLAN: plain({CONFIG: record.config, TRAINING: record.training, TASK: record.task,
                          TASK_OPTIONS: record.task_options, SEED: record.seed, COSTS: record.costs})}
 
