@@ -173,8 +173,8 @@ def engine_kwargs(url: str, flush_each_commit: bool = True) -> dict[str, Any]:
     """SQLAlchemy engine options lwnas uses for ``url`` (Optuna's storage and the driver lease).
 
     ``flush_each_commit=False`` (the sweep's driver) turns PostgreSQL's ``synchronous_commit`` off for its
-    connections: a commit returns before its WAL record is on disk (2-3 ms less per commit here, and a trial
-    takes ~25 write commits). A driver that dies loses nothing (the server has every commit); a server crash
+    connections: a commit returns before its WAL record is on disk (a trial is ~27 commits; with the one-key
+    plan, the driver ran 1.3-2.1x faster: docs/performance.md, "Driver throughput"). A driver that dies loses nothing (the server has every commit); a server crash
     can lose the last ~0.6 s of commits (3 x ``wal_writer_delay``), always a suffix: WAL is one ordered log,
     so a lost commit takes every later one with it and the study stays consistent, as if the driver had
     stopped then; ``lwnas resume`` re-runs the trials left RUNNING.
