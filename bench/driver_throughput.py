@@ -53,7 +53,9 @@ STUDY = {
 
 # before: the planned record as six attributes and every commit flushed to disk (lwnas until this change);
 # after: the planned record as one attribute, the driver's storage as `lwnas sweep` opens it now (no flush per commit)
-ARMS = {"before": True, "after": False}
+ARMS = {"before": True, "after": False, "after_no_ping": False}
+# a candidate, measured only: "after" without SQLAlchemy's pre-ping (one round trip per connection checkout,
+# i.e. per Optuna storage call, on PostgreSQL; lwnas keeps it so the driver survives a server restart)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -139,6 +141,17 @@ def per_field_plan_searcher():
     return PerFieldPlanSearcher
 
 
+def no_ping(url: str):
+    """The after arm's storage without ``pool_pre_ping`` (a measured candidate, not what lwnas opens)."""
+    import optuna
+
+    from tuners.storage import engine_kwargs
+
+    if not url.startswith("postgresql"):
+        raise SystemExit("--arms after_no_ping: only PostgreSQL pings (pool_pre_ping); use it with --backends postgresql")
+    return optuna.storages.RDBStorage(url, engine_kwargs={**engine_kwargs(url, False), "pool_pre_ping": False})
+
+
 class Timed:
     """Wraps a callable and keeps how long each call took (for the shares inside ``suggest``)."""
 
@@ -216,9 +229,9 @@ class Driver:
         self.arm, self.epochs, self.rng = arm, epochs, random.Random(seed)
         self.label = f"{study.tuner.sampler}_{arm}"
         rss0 = rss_mib()
-        self.storage = open_storage(url, flush_each_commit=ARMS[arm])
+        self.storage = open_storage(url, flush_each_commit=ARMS[arm]) if arm != "after_no_ping" else no_ping(url)
         ot_study = optuna.load_study(study_name=name, storage=self.storage, sampler=make_sampler(study))
-        searcher_class = StudySearcher if arm == "after" else per_field_plan_searcher()
+        searcher_class = StudySearcher if arm != "before" else per_field_plan_searcher()
         self.searcher = searcher_class(study, ot_study, static, self.storage)
         self.static = self.searcher.static.evaluate = Timed(self.searcher.static.evaluate)
         self.ask = ot_study.ask = Timed(ot_study.ask)
@@ -308,7 +321,8 @@ def main() -> None:
                         help="a PostgreSQL database the bench may write studies to (env LWNAS_TEST_POSTGRES)")
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS),
                         help="before: six planned-record attributes, every commit flushed (lwnas until issue 15); "
-                             "after: one `plan` attribute, the driver's storage as `lwnas sweep` opens it now")
+                             "after: one `plan` attribute, the driver's storage as `lwnas sweep` opens it now; "
+                             "after_no_ping (PostgreSQL): after without SQLAlchemy's pre-ping, a candidate")
     parser.add_argument("--distinct", type=int, default=0,
                         help="build this many distinct prefill trials and repeat them (0: every trial distinct)")
     parser.add_argument("--block", type=int, default=5, help="trials an arm drives before the other takes its turn")
