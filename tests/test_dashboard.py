@@ -110,7 +110,7 @@ def test_front_points_equal_best_trials(seeded, monkeypatch):
     assert traces["Pareto front"]["text"] == [str(n) for n in trace_numbers(traces["Pareto front"])]
     # hover shows the configuration: the template names each knob, customdata carries its value
     template, row = traces["Pareto front"]["hovertemplate"], traces["Pareto front"]["customdata"][0]
-    config = study.trials[row[0]].user_attrs["config"]
+    config = record_of(study.trials[row[0]]).config
     for knob in ("d_model", "layers", "pooling"):
         assert f"{knob}=%{{customdata[" in template
         index = int(template.split(f"{knob}=%{{customdata[")[1].split("]")[0])
@@ -156,7 +156,7 @@ def test_filters_and_sorting_change_the_table(seeded, monkeypatch):
     at.multiselect(key="filter_knobs").set_value(["pooling"]).run()
     at.multiselect(key="filter_value_pooling").set_value(["mean"]).run()
     table = trials_table(at)
-    expected = [t.number for t in complete if t.user_attrs["config"]["pooling"] == "mean"]
+    expected = [t.number for t in complete if record_of(t).config["pooling"] == "mean"]
     assert 0 < len(table) < len(complete) and sorted(table["trial"]) == expected
     at.selectbox(key="sort_by").set_value("accuracy").run()
     accuracy = list(trials_table(at)["accuracy"])
@@ -267,12 +267,12 @@ def test_trial_detail_shows_config_costs_curve_and_failure(seeded, monkeypatch):
     failed = next(t for t in study.trials if t.user_attrs["outcome"] == "failed" and record_of(t).epochs)
     at.selectbox(key="detail_trial").set_value(failed.number).run()
     assert any(failed.user_attrs["failure"] in shown(e.value) for e in at.error)
-    assert any(f"d_model: {failed.user_attrs['config']['d_model']}" in c.value for c in at.code)
+    assert any(f"d_model: {record_of(failed).config['d_model']}" in c.value for c in at.code)
     curve = chart(at, "detail_curve")
     epochs = [e["epoch"] for e in record_of(failed).epochs]
     assert any(values(t["x"]) == epochs for t in curve["data"])
     costs = next(df.value for df in at.dataframe if list(df.value.columns) == ["cost", "value"])
-    assert f"{failed.user_attrs['costs']['params']:,}" in set(costs["value"])
+    assert f"{record_of(failed).costs['params']:,}" in set(costs["value"])
     infeasible = next(t for t in study.trials if t.user_attrs["outcome"] == "infeasible")
     at.selectbox(key="detail_trial").set_value(infeasible.number).run()
     assert any("breaks params" in shown(w.value) for w in at.warning)

@@ -24,6 +24,7 @@ from searchspace.study import StudyError, loads_study
 from trainers.latency import MIN_REPEATS, LatencyError, check_device, measure_latency
 from tuners.study_check import task_family
 from tuners.record import trial_seed
+from tuners.storage import record_of
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -111,7 +112,7 @@ def test_latency_objective_sweeps_end_to_end_and_its_front_exports(tmp_path):
     complete = [t for t in trials.values() if t.state == optuna.trial.TrialState.COMPLETE]
     assert len(complete) == 3, {n: t.state for n, t in trials.items()}
     for t in complete:
-        costs = t.user_attrs["costs"]
+        costs = record_of(t).costs
         assert t.values[1] == costs["latency"] > 0  # the objective is the recorded measurement
         assert costs["latency_cv"] >= 0 and costs["latency_batch"] > 0 and costs["latency_batch_size"] == 4
         assert costs["latency_device"].startswith("cpu: ") and socket.gethostname() in costs["latency_device"]
@@ -134,9 +135,10 @@ def test_latency_objective_sweeps_end_to_end_and_its_front_exports(tmp_path):
         mixed.set_user_attr(key, value)
     moved = complete[0].number
     for t in complete:
-        costs = {**t.user_attrs["costs"], **({"latency_device": "cpu: X"} if t.number == moved else {})}
+        costs = {**record_of(t).costs, **({"latency_device": "cpu: X"} if t.number == moved else {})}
+        plan = {**t.user_attrs["plan"], "costs": costs}  # the planned record is one attribute
         mixed.add_trial(optuna.trial.create_trial(params=t.params, distributions=t.distributions, values=t.values,
-                                                  user_attrs={**t.user_attrs, "costs": costs}))
+                                                  user_attrs={**t.user_attrs, "plan": plan}))
     shown = lwnas(tmp_path, "status", "mixed", "--storage", url)
     assert "measured on 2 different devices or machines and are not comparable" in shown.stdout, shown.stdout
     assert "cpu: X: trials 0" in shown.stdout
@@ -151,7 +153,7 @@ def test_latency_objective_sweeps_end_to_end_and_its_front_exports(tmp_path):
         stem = f"{name}-trial-{f['trial']:04d}"
         t = trials[f["trial"]]
         torch.manual_seed(trial_seed(0, t.number))  # the export's initialised weights use the trial's seed
-        model = build_model(ArchConfig.from_dict(t.user_attrs["config"])).eval()
+        model = build_model(ArchConfig.from_dict(record_of(t).config)).eval()
         inputs = _inputs(model)
         np.savez(folder / f"{stem}.inputs.npz", **inputs)
         expected[stem] = _expected(model, inputs)

@@ -50,7 +50,7 @@ def test_a_restored_searcher_finishes_the_trial_its_predecessor_proposed(tmp_pat
 
     trial = optuna.load_study(study_name="restore", storage=url).trials[number]
     assert trial.state == optuna.trial.TrialState.COMPLETE
-    assert trial.values == [0.5, trial.user_attrs["costs"]["params"]]
+    assert trial.values == [0.5, record_of(trial).costs["params"]]
     assert trial.user_attrs["outcome"] == "complete" and trial.user_attrs["budget_used"] == 1
     assert [e["epoch"] for e in record_of(trial).epochs] == [1] and trial.user_attrs["host"] == "h"
 

@@ -125,17 +125,17 @@ def test_sqlite_sweep_spends_its_budget_and_prints_the_front(sqlite_sweep):
 def test_every_trained_trial_keeps_its_full_record(sqlite_sweep):
     s = sqlite_sweep
     for t in (t for t in s.trials.values() if outcome(t) == "complete"):
-        attrs = t.user_attrs
-        assert set(attrs["costs"]) >= {"params", "madds"}, attrs  # memory only where the study asks for it
-        assert attrs["config"]["d_model"] == t.params["d_model"]
-        assert math.isclose(attrs["training"]["lr"], t.params["lr"])
-        epochs = record_of(t).epochs
+        attrs, record = t.user_attrs, record_of(t)
+        assert set(record.costs) >= {"params", "madds"}, attrs  # memory only where the study asks for it
+        assert record.config["d_model"] == t.params["d_model"]
+        assert math.isclose(record.training["lr"], t.params["lr"])
+        epochs = record.epochs
         assert [e["epoch"] for e in epochs] == list(range(1, s.epochs + 1)), epochs
         assert all(0.0 <= e["val_accuracy"] <= 1.0 for e in epochs)
         assert attrs["budget_used"] == s.epochs and attrs["wall_time"] > 0
         assert attrs["host"] and attrs["node"]
         # the values told to Optuna are the last epoch's accuracy and the static parameter count
-        assert t.values == [epochs[-1]["val_accuracy"], attrs["costs"]["params"]]
+        assert t.values == [epochs[-1]["val_accuracy"], record.costs["params"]]
 
 
 def test_seed_configs_are_evaluated_first(sqlite_sweep):
@@ -151,7 +151,7 @@ def test_infeasible_points_are_recorded_with_constraints_and_never_trained(sqlit
     assert infeasible, summary(s.trials)
     for t in infeasible:
         assert t.params["d_model"] == 128
-        assert t.constraints == {"params": t.user_attrs["costs"]["params"] - s.limit} and t.constraints["params"] > 0
+        assert t.constraints == {"params": record_of(t).costs["params"] - s.limit} and t.constraints["params"] > 0
         assert not record_of(t).epochs and "host" not in t.user_attrs, "an infeasible point was trained"
         assert "params" in t.user_attrs["failure"]
     for t in s.trials.values():
@@ -184,21 +184,21 @@ def test_export_then_train_reproduces_the_recorded_value(sqlite_sweep):
 
     exported = max(files, key=lambda f: int(f.stem.rsplit("-", 1)[1]))  # a trial whose seed is not 0
     number = int(exported.stem.rsplit("-", 1)[1])
-    recorded = s.trials[number].user_attrs
+    recorded = record_of(s.trials[number])
     meta = yaml.safe_load(exported.read_text())
     assert meta["provenance"]["study"] == s.name and meta["provenance"]["trial"] == number
     assert meta["task"] == "digits" and meta["training"]["seed"] == number  # the study's seed is 0
-    assert meta["training"]["epochs"] == s.epochs and math.isclose(meta["training"]["lr"], recorded["training"]["lr"])
-    assert cost(load_config_file(exported).config, memory=False).params == recorded["costs"]["params"]
+    assert meta["training"]["epochs"] == s.epochs and math.isclose(meta["training"]["lr"], recorded.training["lr"])
+    assert cost(load_config_file(exported).config, memory=False).params == recorded.costs["params"]
 
     run_dir = s.workdir / "full-run"  # no --task, no --seed: the file carries both
     rc, out = run_proc(["lwnas", "train", str(exported), "-o", str(run_dir)],
                        s.workdir, s.env, s.workdir / "train.log", timeout=300)
     assert rc == 0, out[-3000:]
     metrics = json.loads((run_dir / "metrics.json").read_text())
-    assert metrics["params"] == recorded["costs"]["params"]
+    assert metrics["params"] == recorded.costs["params"]
     assert metrics["val"]["accuracy"] == record_of(s.trials[number]).epochs[-1]["val_accuracy"] == s.trials[number].values[0]
-    assert load_config_file(run_dir / "config.yaml").config.to_dict() == recorded["config"]
+    assert load_config_file(run_dir / "config.yaml").config.to_dict() == recorded.config
 
     rc, out = run_proc(["lwnas", "train", str(exported), "--task", "shapes-vqa", "-o", str(run_dir)],
                        s.workdir, s.env, s.workdir / "train-other.log", timeout=120)

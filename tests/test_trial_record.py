@@ -70,6 +70,18 @@ def test_each_worker_built_exactly_the_stored_record(swept):
         assert math.isclose(record.training["lr"], t.params["lr"]) and record.config["d_model"] == t.params["d_model"]
 
 
+def test_the_plan_is_one_attribute_and_the_per_field_layout_still_reads(swept):
+    trials, _ = swept
+    for t in (t for t in trials.values() if outcome(t) == "complete"):
+        assert keys.PLAN in t.user_attrs and keys.CONFIG not in t.user_attrs  # one write per trial, not six
+        record = record_of(t)
+        # the layout lwnas wrote before the `plan` attribute: each planned field an attribute of its own
+        per_field = {k: v for k, v in t.user_attrs.items() if k != keys.PLAN} | t.user_attrs[keys.PLAN]
+        old = optuna.trial.create_trial(params=t.params, distributions=t.distributions, values=t.values,
+                                        user_attrs=per_field, constraints=t.constraints)
+        assert record_of(old).for_worker() | {"number": t.number} == record.for_worker() and record.planned
+
+
 def test_epochs_are_stored_one_key_each(swept):
     trials, _ = swept
     for t in (t for t in trials.values() if outcome(t) == "complete"):

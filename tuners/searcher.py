@@ -126,8 +126,7 @@ class StudySearcher(Searcher):
             active = self.suggest_params(ot_trial)
             params = {**ot_trial.params, **active}  # every value suggested, as Ray's define-by-run adapter gave
             record, verdict = self._plan(ot_trial.number, params)
-            for key, value in keys.planned_attrs(record).items():
-                ot_trial.set_user_attr(key, value)
+            self._write_plan(ot_trial, record)
             for constraint in self.study.constraints:
                 ot_trial.set_constraint(constraint.metric, constraint.violation(verdict.costs[constraint.metric]))
             if verdict.feasible:
@@ -152,6 +151,11 @@ class StudySearcher(Searcher):
                              training=TrainSettings.from_dict(training).to_dict(),  # every setting, defaults too
                              task_options=dict(self.study.task_options), seed=seed, costs=verdict.costs)
         return TrialRecord.from_worker(keys.plain(record.for_worker())), verdict  # as storage will hold it
+
+    def _write_plan(self, ot_trial: optuna.Trial, record: TrialRecord) -> None:
+        """Store the planned record (one attribute: each is a transaction of its own)."""
+        for key, value in keys.planned_attrs(record).items():
+            ot_trial.set_user_attr(key, value)
 
     def _propose(self, trial_id: str) -> bool:
         """Hook before each ask (another proposer enqueues its point here); False: nothing to propose."""
@@ -216,7 +220,7 @@ class StudySearcher(Searcher):
             self._set_attr(trial_id, keys.OUTCOME, Outcome.PRUNED.value)
             return TrialState.PRUNED, None
         # a searcher restored from a checkpoint planned none of its running trials: storage has their costs
-        costs = self._costs.get(trial_id) or self._frozen(trial_id).user_attrs[keys.COSTS]
+        costs = self._costs.get(trial_id) or keys.record_of(self._frozen(trial_id)).costs
         values = [costs[o.metric] if o.is_cost else epochs[-1][f"val_{o.metric}"] for o in self.objectives]
         if any(isinstance(v, float) and math.isnan(v) for v in values):
             self._set_attr(trial_id, keys.OUTCOME, Outcome.FAILED.value)

@@ -148,7 +148,7 @@ def run_sweep(study: Study, options: SweepOptions, resume: bool = False) -> optu
 
     out = Console(stderr=True, soft_wrap=True)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = open_storage(options.storage, create=not resume)
+    storage = open_storage(options.storage, create=not resume, flush_each_commit=False)  # see engine_kwargs
     ot_study = open_study_storage(study, options, resume, storage)
     # the lease comes before anything touches the trials: re-queueing RUNNING trials would steal a live driver's
     lease = StudyLease(options.storage, ot_study.study_name)
