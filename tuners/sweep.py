@@ -65,8 +65,17 @@ def proposer_seed(study: Study, trials_so_far: int) -> int:
 
 
 def make_sampler(study: Study, trials_so_far: int = 0) -> optuna.samplers.BaseSampler:
+    sampler = _proposer(study, proposer_seed(study, trials_so_far))
+    window = study.tuner.window()
+    if window is None:
+        return sampler
+    from .windowed_sampler import WindowedSampler
+
+    return WindowedSampler(sampler, window)  # tpe/gp read the last `window` finished trials and the front
+
+
+def _proposer(study: Study, seed: int) -> optuna.samplers.BaseSampler:
     t, trials = study.tuner, study.budget.trials
-    seed = proposer_seed(study, trials_so_far)
     if t.sampler == "nsga2":
         population = t.population_size or max(4, min(50, trials // 3))
         return optuna.samplers.NSGAIISampler(population_size=population, seed=seed)
@@ -88,7 +97,9 @@ def open_study_storage(study: Study, options: SweepOptions, resume: bool, storag
         if name not in existing:
             raise SweepError(f"no study {name!r} in {masked(options.storage)}; start it with `lwnas sweep`")
         trials_so_far = len(storage.get_all_trials(storage.get_study_id_from_name(name), deepcopy=False))
-        return optuna.load_study(study_name=name, storage=storage, sampler=make_sampler(study, trials_so_far))
+        ot_study = optuna.load_study(study_name=name, storage=storage, sampler=make_sampler(study, trials_so_far))
+        ot_study.set_user_attr(keys.STUDY_SAMPLER_WINDOW, study.tuner.window())  # this driver's, in force now
+        return ot_study
     if name in existing:
         raise SweepError(f"study {name!r} already exists in {masked(options.storage)}: continue it with "
                          f"`lwnas resume {name}`, or give this sweep another --name")
@@ -105,6 +116,7 @@ def open_study_storage(study: Study, options: SweepOptions, resume: bool, storag
     ot_study.set_user_attr(keys.STUDY_OBJECTIVES, [[o.metric, o.direction] for o in study.objectives])
     ot_study.set_user_attr(keys.STUDY_VERSION, _version())
     ot_study.set_user_attr(keys.STUDY_BUDGET, options.trials or study.budget.trials)  # `lwnas resume` keeps it
+    ot_study.set_user_attr(keys.STUDY_SAMPLER_WINDOW, study.tuner.window())  # None: the sampler reads every trial
     for seed_name, params in study.seed_configs.items():
         ot_study.enqueue_trial(params, user_attrs={keys.SEED_CONFIG: seed_name}, skip_if_exists=True)
     return ot_study
