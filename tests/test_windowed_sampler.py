@@ -107,10 +107,12 @@ def test_the_inner_sampler_sees_at_most_the_window():
     inner = CountingTPE(seed=0, multivariate=True, n_startup_trials=5)
     sampler = WindowedSampler(inner, window=15, keep_front=False)
     study = drive(sampler, 80, concurrent=3)
-    assert max(inner.seen) == 15 and inner.seen[-1] == 15  # it filled, then stayed at the window
+    assert sampler.slack == 3  # the window is trimmed back to 15 once 3 more have finished
+    assert max(inner.seen) == 18 and min(inner.seen[30:]) == 15  # it filled, then stayed within 15 to 18
     mirror = sampler.seen_trials()
-    # the mirror's trials are the real study's last 15 finished ones, with what samplers read of them
-    last = [study.trials[n] for n in finished_numbers(study, 15)]
+    # the mirror's trials are the real study's last finished ones, with what samplers read of them
+    assert 15 <= len(mirror) <= 18
+    last = [study.trials[n] for n in finished_numbers(study, len(mirror))]
     assert rows(mirror) == rows(last)
 
 
@@ -128,10 +130,10 @@ def test_the_front_stays_in_view():
     front = {tuple(t.values) for t in feasible
              if not any(all(a <= b for a, b in zip(o.values, t.values)) and o.values != t.values for o in feasible)}
     assert front <= seen  # every front point is in view, also those older than the window
-    recent = {tuple(study.trials[n].values) for n in finished_numbers(study, 15)
-              if study.trials[n].state == TrialState.COMPLETE}
-    assert seen == front | recent
-    assert max(inner.seen) <= 15 + len(front)
+    def recent(last):
+        return {tuple(study.trials[n].values) for n in finished_numbers(study, last)
+                if study.trials[n].state == TrialState.COMPLETE}
+    assert recent(15) <= seen <= front | recent(15 + sampler.slack)  # the window, and the front beside it
 
 
 def test_a_resumed_study_starts_from_its_last_trials():

@@ -6,8 +6,9 @@ Optuna's TPE and GP samplers read every finished trial of the study at each ask 
 last ``window`` finished trials (COMPLETE or PRUNED, the states these samplers learn from), optionally
 the current Pareto front of the feasible COMPLETE trials, and the trials this sampler has asked that are
 still running (TPE's constant liar and GP read those). The mirror is updated incrementally at each ask
-from one read of the real study (``Study.get_trials``), and rebuilt from the kept trials when the window
-slides, so the inner sampler's work is bounded by the window, not by the study.
+from one read of the real study (``Study.get_trials``), and rebuilt from the newest ``window`` finished trials
+once a quarter window more have finished (trials cannot leave an Optuna study: the copy is spread over
+asks), so the inner sampler's work is bounded by 1.25 windows, not by the study.
 
 Only Optuna's public API is used: the mirror is ``optuna.create_study`` on an ``InMemoryStorage`` this
 class owns, filled through that storage's public methods; every sampler hook is delegated with the
@@ -41,7 +42,8 @@ class WindowedSampler(BaseSampler):
 
     Args:
         inner: the sampler that proposes (``TPESampler``, ``GPSampler``).
-        window: how many of the most recently finished COMPLETE or PRUNED trials the inner sampler sees.
+        window: how many of the most recently finished COMPLETE or PRUNED trials the inner sampler sees
+            at least, once the study has them (at most ``window + window // 4``: see ``slack``).
         keep_front: also show it the current Pareto front of feasible COMPLETE trials (deduplicated
             against the window), so a long study does not forget its best points.
     """
@@ -50,6 +52,10 @@ class WindowedSampler(BaseSampler):
         if isinstance(window, bool) or not isinstance(window, int) or window < 1:
             raise ValueError(f"`window >= 1` must hold (an integer), but got {window=}")
         self.inner, self.window, self.keep_front = inner, window, keep_front
+        # Trials cannot be removed from a study, so sliding the window means copying the kept trials into a
+        # new mirror (Optuna's storage deep-copies each). Trimming back to `window` once `slack` more have
+        # finished spreads that copy over `slack` asks; the inner sampler sees window to window + slack.
+        self.slack = max(1, window // 4)
         self._recent: deque[FrozenTrial] = deque()  # the window, oldest first (slim copies)
         self._front: dict[int, FrozenTrial] = {}  # real trial number -> slim copy, feasible COMPLETE only
         self._low = 0  # every real trial numbered below this one is finished and taken in
@@ -147,12 +153,10 @@ class WindowedSampler(BaseSampler):
         if self.keep_front:
             for trial in finished:
                 self._update_front(trial)
-        kept = [_slim(t, t.number) for t in finished[-self.window:]]  # older ones would slide out at once
-        if len(self._recent) + len(kept) > self.window:
+        kept = [_slim(t, t.number) for t in finished[-self.window:]]  # older ones would be trimmed at once
+        if len(self._recent) + len(kept) > self.window + self.slack:
             self._recent.extend(kept)
-            while len(self._recent) > self.window:
-                self._recent.popleft()
-            self._rebuild()
+            self._trim()
         else:
             self._recent.extend(kept)
             for trial in kept:
@@ -178,10 +182,15 @@ class WindowedSampler(BaseSampler):
             return
         if self.keep_front:
             self._update_front(done, number)
-        self._recent.append(_slim(done, number))  # already in the mirror: only the bookkeeping slides here
-        if len(self._recent) > self.window:
+        self._recent.append(_slim(done, number))  # already in the mirror: only the bookkeeping here
+        if len(self._recent) > self.window + self.slack:
+            self._trim()
+
+    def _trim(self) -> None:
+        """Keep the newest ``window`` finished trials, in a new mirror (trials cannot leave a study)."""
+        while len(self._recent) > self.window:
             self._recent.popleft()
-            self._rebuild()
+        self._rebuild()
 
     def _new_mirror(self) -> None:
         self._storage = optuna.storages.InMemoryStorage()
