@@ -126,9 +126,7 @@ def test_the_front_stays_in_view():
     sampler = WindowedSampler(inner, window=15, keep_front=True)
     study = drive(sampler, 80, concurrent=1)
     seen = {tuple(t.values) for t in sampler.seen_trials() if t.state == TrialState.COMPLETE}
-    feasible = [t for t in study.trials if t.state == TrialState.COMPLETE and t.constraints["x_max"] <= 0]
-    front = {tuple(t.values) for t in feasible
-             if not any(all(a <= b for a, b in zip(o.values, t.values)) and o.values != t.values for o in feasible)}
+    front = front_values(study)
     assert front <= seen  # every front point is in view, also those older than the window
     def recent(last):
         return {tuple(study.trials[n].values) for n in finished_numbers(study, last)
@@ -181,3 +179,46 @@ def test_the_study_sets_the_window_and_storage_records_it(tmp_path, tuner, windo
     ot_study = open_study_storage(study, SweepOptions(storage=f"sqlite:///{tmp_path / 's.db'}"), False,
                                   keys.open_storage(f"sqlite:///{tmp_path / 's.db'}", create=True))
     assert ot_study.user_attrs[keys.STUDY_SAMPLER_WINDOW] == window
+
+
+def test_the_sweep_searcher_drives_a_windowed_tpe(tmp_path):
+    """lwnas's driver path (Ray's Searcher interface, no Ray): asks two ahead, infeasible points told at once."""
+    from searchspace.study import load_study
+    from test_sweep import params_of_d_model, write_study
+    from tuners.constraints import StaticCosts
+    from tuners.searcher import StudySearcher
+    from tuners.study_check import make_task, task_family
+
+    path = write_study(tmp_path, "windowed", trials=24, epochs=1, d_models=(16, 32, 48))
+    path.write_text(path.read_text().replace("sampler: random", "sampler: tpe, sampler_window: 10"))
+    path.write_text(path.read_text().replace("max: 1000000000.0", f"max: {params_of_d_model(path, 32)}"))
+    study = load_study(path, task_family=task_family)
+    url = f"sqlite:///{tmp_path / 'lwnas.db'}"
+    storage = keys.open_storage(url, create=True)
+    ot_study = open_study_storage(study, SweepOptions(storage=url), False, storage)
+    searcher = StudySearcher(study, ot_study, StaticCosts(study, make_task(study)), storage)
+    running = []
+    for i in range(24):
+        running.append(f"ray-{i}")
+        assert searcher.suggest(running[-1]) is not None
+        if len(running) == 2:
+            trial_id = running.pop(0)
+            searcher.on_trial_complete(trial_id, {"epoch": 1, "val_accuracy": 0.5 + 0.01 * (i % 7), "wall_time": 1.0})
+    trials = ot_study.get_trials()
+    infeasible = [t for t in trials if t.user_attrs.get("outcome") == "infeasible"]
+    assert infeasible and all(t.params["d_model"] == 48 and t.constraints["params"] > 0 for t in infeasible)
+    sampler = ot_study.sampler
+    assert isinstance(sampler, WindowedSampler) and sampler.window == 10
+    finished = [t for t in sampler.seen_trials() if t.state.is_finished()]
+    assert len(finished) <= 10 + sampler.slack + len(front_values(ot_study))
+    recent = [ot_study.trials[n] for n in finished_numbers(ot_study, 10)]
+    assert set(rows(recent)) <= set(rows(finished))  # the newest ten, with their constraints
+
+
+def front_values(study: optuna.Study) -> set[tuple[float, ...]]:
+    """Values of the non-dominated feasible COMPLETE trials (as minimisation: directions applied)."""
+    signs = [1 if d == optuna.study.StudyDirection.MINIMIZE else -1 for d in study.directions]
+    feasible = [tuple(s * v for s, v in zip(signs, t.values)) for t in study.trials
+                if t.state == TrialState.COMPLETE and all(c <= 0 for c in t.constraints.values())]
+    return {tuple(s * v for s, v in zip(signs, p)) for p in feasible
+            if not any(all(a <= b for a, b in zip(o, p)) and o != p for o in feasible)}
