@@ -26,7 +26,7 @@ DIRECTIONS = ("maximize", "minimize")
 SAMPLERS = ("nsga2", "tpe", "gp", "random", "nni-tpe", "nni-evolution")
 SCHEDULERS = ("none", "mo-asha")
 WINDOWED_SAMPLERS = ("tpe", "gp")  # samplers whose ask reads every finished trial: they get a window
-# finished trials a tpe/gp sampler learns from by default (the most recent, plus the current front):
+# finished trials a tpe/gp sampler learns from by default (the most recent):
 # TPE's ask then costs what it costs at 2,000 trials at any study size (docs/performance.md)
 DEFAULT_SAMPLER_WINDOW = 2000
 MIN_SAMPLER_WINDOW = 10  # make_sampler's TPE and GP start with up to 10 random trials: the window holds them

@@ -71,7 +71,7 @@ def make_sampler(study: Study, trials_so_far: int = 0) -> optuna.samplers.BaseSa
         return sampler
     from .windowed_sampler import WindowedSampler
 
-    return WindowedSampler(sampler, window)  # tpe/gp read the last `window` finished trials and the front
+    return WindowedSampler(sampler, window)  # tpe/gp read the last `window` finished trials (and the running)
 
 
 def _proposer(study: Study, seed: int) -> optuna.samplers.BaseSampler:

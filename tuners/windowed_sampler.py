@@ -4,8 +4,9 @@ Optuna's TPE and GP samplers read every finished trial of the study at each ask 
 550 ms at 1k to 1,955 ms at 10k stored trials; GP's first ask took 162 s at 1k: docs/performance.md).
 ``WindowedSampler`` wraps one and hands it an in-memory *mirror* study instead of the real one: the
 last ``window`` finished trials (COMPLETE or PRUNED, the states these samplers learn from), optionally
-the current Pareto front of the feasible COMPLETE trials, and the trials this sampler has asked that are
-still running (TPE's constant liar and GP read those). The mirror is updated incrementally at each ask
+the current Pareto front of the feasible COMPLETE trials (``keep_front``: off by default, as it did not
+raise the hypervolume reached in bench/sampler_window.py's runs, docs/performance.md), and the trials
+this sampler has asked that are still running (TPE's constant liar and GP read those). The mirror is updated incrementally at each ask
 from one read of the real study (``Study.get_trials``), and rebuilt from the newest ``window`` finished trials
 once a quarter window more have finished (trials cannot leave an Optuna study: the copy is spread over
 asks), so the inner sampler's work is bounded by 1.25 windows, not by the study.
@@ -48,7 +49,7 @@ class WindowedSampler(BaseSampler):
             against the window), so a long study does not forget its best points.
     """
 
-    def __init__(self, inner: BaseSampler, window: int, keep_front: bool = True):
+    def __init__(self, inner: BaseSampler, window: int, keep_front: bool = False):
         if isinstance(window, bool) or not isinstance(window, int) or window < 1:
             raise ValueError(f"`window >= 1` must hold (an integer), but got {window=}")
         self.inner, self.window, self.keep_front = inner, window, keep_front
