@@ -26,9 +26,10 @@ DIRECTIONS = ("maximize", "minimize")
 SAMPLERS = ("nsga2", "tpe", "gp", "random", "nni-tpe", "nni-evolution")
 SCHEDULERS = ("none", "mo-asha")
 WINDOWED_SAMPLERS = ("tpe", "gp")  # samplers whose ask reads every finished trial: they get a window
-# finished trials a tpe/gp sampler learns from by default (the most recent):
-# TPE's ask then costs what it costs at 2,000 trials at any study size (docs/performance.md)
-DEFAULT_SAMPLER_WINDOW = 2000
+# finished trials a tpe/gp sampler learns from by default (the most recent), why in docs/performance.md:
+# TPE's ask then costs what it costs at 2,000-2,500 trials at any study size; GP's took 10-33 s per ask
+# over 100 trials and 162 s over 1,000, so it gets a window of 100
+DEFAULT_SAMPLER_WINDOW = {"tpe": 2000, "gp": 100}
 MIN_SAMPLER_WINDOW = 10  # make_sampler's TPE and GP start with up to 10 random trials: the window holds them
 TOP_KEYS = ("name", "description", "task", "task_options", "family", "objectives", "constraints", "budget",
             "tuner", "seed_configs", "training", "space", "latency")
@@ -105,7 +106,7 @@ class TunerSettings:
         """Finished trials the sampler learns from (None: every trial); only tpe and gp have one."""
         if self.sampler not in WINDOWED_SAMPLERS or self.sampler_window == "all":
             return None
-        return DEFAULT_SAMPLER_WINDOW if self.sampler_window is None else self.sampler_window
+        return DEFAULT_SAMPLER_WINDOW[self.sampler] if self.sampler_window is None else self.sampler_window
 
 
 @dataclass(frozen=True)

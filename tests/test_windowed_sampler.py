@@ -164,7 +164,8 @@ space: {{d_model: {{choice: [32, 64]}}, layers: {{int: [1, 2]}}}}
 
 
 @pytest.mark.parametrize("tuner, window", [
-    ("{sampler: tpe}", DEFAULT_SAMPLER_WINDOW),
+    ("{sampler: tpe}", DEFAULT_SAMPLER_WINDOW["tpe"]),
+    ("{sampler: gp}", DEFAULT_SAMPLER_WINDOW["gp"]),
     ("{sampler: gp, sampler_window: 300}", 300),
     ("{sampler: tpe, sampler_window: all}", None),
     ("{sampler: nsga2}", None),
