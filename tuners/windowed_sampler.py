@@ -205,7 +205,11 @@ class WindowedSampler(BaseSampler):
         self._mirror = optuna.load_study(study_name=self._mirror.study_name, storage=self._storage, sampler=_UNUSED)
 
     def _rebuild(self) -> None:
-        """A new mirror holding the front, the window and the running trials, in that order."""
+        """A new mirror holding the front, the window and the running trials, in that order.
+
+        Each mirror is the only study of a fresh storage, so its study id stays the same: TPE's
+        intersection search space, cached per sampler and checked against that id, carries over (it stays
+        the intersection over every trial TPE has seen, as without a window)."""
         old, running = self._storage, self._running
         in_window = {t.number for t in self._recent}  # slim copies carry the real trial numbers
         front = [t for n, t in sorted(self._front.items()) if n not in in_window]
