@@ -97,9 +97,7 @@ def open_study_storage(study: Study, options: SweepOptions, resume: bool, storag
         if name not in existing:
             raise SweepError(f"no study {name!r} in {masked(options.storage)}; start it with `lwnas sweep`")
         trials_so_far = len(storage.get_all_trials(storage.get_study_id_from_name(name), deepcopy=False))
-        ot_study = optuna.load_study(study_name=name, storage=storage, sampler=make_sampler(study, trials_so_far))
-        ot_study.set_user_attr(keys.STUDY_SAMPLER_WINDOW, study.tuner.window())  # this driver's, in force now
-        return ot_study
+        return optuna.load_study(study_name=name, storage=storage, sampler=make_sampler(study, trials_so_far))
     if name in existing:
         raise SweepError(f"study {name!r} already exists in {masked(options.storage)}: continue it with "
                          f"`lwnas resume {name}`, or give this sweep another --name")
@@ -187,6 +185,8 @@ def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, storage:
     from .searcher import StudySearcher
     from .trainable import run_trial
 
+    if resume:  # the window of the driver now in force (the study file may have changed it)
+        ot_study.set_user_attr(keys.STUDY_SAMPLER_WINDOW, study.tuner.window())
     requeued = requeue_interrupted(ot_study, storage) if resume else []
     if requeued:
         out.print(f"re-queued trials interrupted by the last driver: {requeued}")
