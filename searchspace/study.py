@@ -25,6 +25,12 @@ COST_METRICS = ("params", "madds", "memory", *LATENCY_METRICS)  # latency*: meas
 DIRECTIONS = ("maximize", "minimize")
 SAMPLERS = ("nsga2", "tpe", "gp", "random", "nni-tpe", "nni-evolution")
 SCHEDULERS = ("none", "mo-asha")
+WINDOWED_SAMPLERS = ("tpe", "gp")  # samplers whose ask reads every finished trial: they get a window
+# finished trials a tpe/gp sampler learns from by default (the most recent), why in docs/performance.md:
+# TPE's ask then costs what it costs at 2,000-2,500 trials at any study size; GP's took 10-33 s per ask
+# over 100 trials and 162 s over 1,000, so it gets a window of 100
+DEFAULT_SAMPLER_WINDOW = {"tpe": 2000, "gp": 100}
+MIN_SAMPLER_WINDOW = 10  # make_sampler's TPE and GP start with up to 10 random trials: the window holds them
 TOP_KEYS = ("name", "description", "task", "task_options", "family", "objectives", "constraints", "budget",
             "tuner", "seed_configs", "training", "space", "latency")
 # a study's name becomes part of file and folder names (Ray's results, exports) and of printed
@@ -94,6 +100,13 @@ class TunerSettings:
     population_size: int | None = None  # nsga2 / nni-evolution; None: the sampler's default
     grace_epochs: int = 1  # mo-asha: epochs before the first promotion decision
     reduction_factor: int = 3  # mo-asha: keep 1 in reduction_factor at each rung
+    sampler_window: int | str | None = None  # tpe / gp: an integer, "all", or None for the default
+
+    def window(self) -> int | None:
+        """Finished trials the sampler learns from (None: every trial); only tpe and gp have one."""
+        if self.sampler not in WINDOWED_SAMPLERS or self.sampler_window == "all":
+            return None
+        return DEFAULT_SAMPLER_WINDOW[self.sampler] if self.sampler_window is None else self.sampler_window
 
 
 @dataclass(frozen=True)
@@ -368,6 +381,8 @@ _TUNER_RULES: dict[str, tuple[str, Any]] = {
     "population_size": ("an integer >= 2", lambda v: v is None or (_is_int(v) and v >= 2)),
     "grace_epochs": ("an integer >= 1", lambda v: _is_int(v) and v >= 1),
     "reduction_factor": ("an integer >= 2", lambda v: _is_int(v) and v >= 2),
+    "sampler_window": (f"an integer >= {MIN_SAMPLER_WINDOW} or `all`",
+                       lambda v: v == "all" or (_is_int(v) and v >= MIN_SAMPLER_WINDOW)),
 }
 
 
@@ -387,6 +402,10 @@ def _tuner(raw: Any, problems: list) -> TunerSettings:
             problems.append((where, f"must be {rule}, got {shown(value)}{hint}"))
         else:
             out[key] = value
+    sampler = out.get("sampler", TunerSettings.sampler)
+    if "sampler_window" in out and sampler not in WINDOWED_SAMPLERS:
+        problems.append((("tuner", "sampler_window"), f"applies to the {' and '.join(WINDOWED_SAMPLERS)} samplers "
+                                                      f"only; this study's sampler is {sampler}"))
     return TunerSettings(**out)
 
 

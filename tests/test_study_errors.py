@@ -591,6 +591,23 @@ def test_budget_stop_when_defaults(tmp_path):
           sead: 0
         space: {d_model: 32}
         """, "tuner.sead", "sead", ("unknown key (did you mean `seed`?)",)),
+    Case("sampler-window-small", """
+        task: digits
+        objectives: [accuracy]
+        tuner:
+          sampler: tpe
+          sampler_window: 5
+        space: {d_model: 32}
+        """, "tuner.sampler_window", "sampler_window", ("must be an integer >= 10 or `all`, got 5",)),
+    Case("sampler-window-not-tpe-or-gp", """
+        task: digits
+        objectives: [accuracy]
+        tuner:
+          sampler: nsga2
+          sampler_window: 500
+        space: {d_model: 32}
+        """, "tuner.sampler_window", "sampler_window",
+         ("applies to the tpe and gp samplers only; this study's sampler is nsga2",)),
 )
 def test_tuner(tmp_path, case):
     run_case(tmp_path, case)

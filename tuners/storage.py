@@ -32,6 +32,7 @@ STUDY_VERSION = "lwnas:version"
 STUDY_BUDGET = "lwnas:budget"  # the trial budget in force (the study file's, or as `--trials` set or raised it)
 STUDY_BUDGET_CHANGES = "lwnas:budget_changes"  # [{"from": 20, "to": 40, "at": ISO time, "counted": 20}, ...]
 STUDY_ENDED = "lwnas:ended"  # why the last driver ended: {"reason": ..., "detail": ..., "at": ..., "counted": n}
+STUDY_SAMPLER_WINDOW = "lwnas:sampler_window"  # finished trials tpe/gp learn from (null: all; tuners/windowed_sampler.py)
 STUDY_CONFIRMATIONS = "lwnas:confirmations"  # `lwnas confirm` runs (tuners/confirm.py), by trial number
 SEED_OF = "seed_of"  # trial attribute: the trial whose point this one retrains with another seed (tuners/seeds.py)
 # -- end --

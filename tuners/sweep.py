@@ -65,8 +65,17 @@ def proposer_seed(study: Study, trials_so_far: int) -> int:
 
 
 def make_sampler(study: Study, trials_so_far: int = 0) -> optuna.samplers.BaseSampler:
+    sampler = _proposer(study, proposer_seed(study, trials_so_far))
+    window = study.tuner.window()
+    if window is None:
+        return sampler
+    from .windowed_sampler import WindowedSampler
+
+    return WindowedSampler(sampler, window)  # tpe/gp read the last `window` finished trials (and the running)
+
+
+def _proposer(study: Study, seed: int) -> optuna.samplers.BaseSampler:
     t, trials = study.tuner, study.budget.trials
-    seed = proposer_seed(study, trials_so_far)
     if t.sampler == "nsga2":
         population = t.population_size or max(4, min(50, trials // 3))
         return optuna.samplers.NSGAIISampler(population_size=population, seed=seed)
@@ -105,6 +114,7 @@ def open_study_storage(study: Study, options: SweepOptions, resume: bool, storag
     ot_study.set_user_attr(keys.STUDY_OBJECTIVES, [[o.metric, o.direction] for o in study.objectives])
     ot_study.set_user_attr(keys.STUDY_VERSION, _version())
     ot_study.set_user_attr(keys.STUDY_BUDGET, options.trials or study.budget.trials)  # `lwnas resume` keeps it
+    ot_study.set_user_attr(keys.STUDY_SAMPLER_WINDOW, study.tuner.window())  # None: the sampler reads every trial
     for seed_name, params in study.seed_configs.items():
         ot_study.enqueue_trial(params, user_attrs={keys.SEED_CONFIG: seed_name}, skip_if_exists=True)
     return ot_study
@@ -175,6 +185,8 @@ def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, storage:
     from .searcher import StudySearcher
     from .trainable import run_trial
 
+    if resume:  # the window of the driver now in force (the study file may have changed it)
+        ot_study.set_user_attr(keys.STUDY_SAMPLER_WINDOW, study.tuner.window())
     requeued = requeue_interrupted(ot_study, storage) if resume else []
     if requeued:
         out.print(f"re-queued trials interrupted by the last driver: {requeued}")
