@@ -70,23 +70,43 @@ def refresh(url: str, name: str, new: int, repeats: int) -> tuple[dict, dict, di
     import optuna
 
     from dashboards.data import TrialCache
+    from tuners import storage as keys
     from tuners.storage import open_storage
 
-    writer = optuna.load_study(study_name=name, storage=open_storage(url))
+    storage = open_storage(url)
+    # a random sampler: NSGA-II would read every trial at each ask, which is not what is measured here
+    writer = optuna.load_study(study_name=name, storage=storage, sampler=optuna.samplers.RandomSampler(seed=0))
+    study_id = storage.get_study_id_from_name(name)
     def view() -> None:
         data = cache.load()
         _ = data.frame, data.front()
 
+    def started(number: int) -> optuna.trial.Trial:
+        """A trial as the driver starts it with the point of trial ``number``: its params and planned record
+        (tuners/searcher.py), no values, no end time."""
+        planned = storage.get_trial(storage.get_trial_id_from_study_id_trial_number(study_id, number))
+        writer.enqueue_trial(planned.params)
+        trial = writer.ask()
+        for key in (keys.CONFIG, keys.TRAINING, keys.TASK, keys.TASK_OPTIONS, keys.SEED, keys.COSTS):
+            trial.set_user_attr(key, planned.user_attrs[key])
+        return trial
+
+    def finished(trial: optuna.trial.Trial, values: list[float]) -> None:
+        for epoch in range(1, 3):
+            trial.set_user_attr(keys.epoch_key(epoch), {"epoch": epoch, "val_accuracy": values[0], "wall_time": epoch})
+        trial.set_user_attr(keys.OUTCOME, "complete")
+        writer.tell(trial, values)
+
     cache = TrialCache(url, name)
     view()
     changed, viewed, unchanged = [], [], []
-    for _ in range(repeats):
+    for i in range(repeats):
         for times, step in ((changed, cache.load), (viewed, view)):
-            running = writer.ask()
+            running = started(i)
             view()  # sees it running
-            for _ in range(new):
-                writer.tell(writer.ask(), [0.5, 1000.0])
-            writer.tell(running, [0.6, 900.0])
+            for j in range(new):
+                finished(started(100 + j), [0.5, 1000.0])
+            finished(running, [0.6, 900.0])
             times.append(timed(step)[0])
         unchanged.append(timed(cache.load)[0])
     summary = lambda ts: {"median": round(statistics.median(ts), 3), "all": [round(t, 3) for t in ts]}  # noqa: E731

@@ -24,7 +24,7 @@ import pandas as pd
 from optuna.trial import TrialState
 
 from tuners import storage as keys
-from tuners.record_read import RecordReader
+from tuners.record_read import RecordReader, collector_paused
 from tuners.objectives import direction_names, minimised, nondominated
 from tuners.outcomes import Outcome
 from tuners.pareto import front_candidates, hypervolume, reference_point
@@ -222,10 +222,11 @@ class StudyData:
         """
         costs = [c for c in COST_METRICS if c not in self.metrics and any(c in r.costs for r in self.records)]
         costs += [c for c in LATENCY_DETAILS if any(c in r.costs for r in self.records)]
-        spliced = self._spliced(costs) if self.previous is not None else None
-        self.frame_built = "spliced" if spliced is not None else "whole"
-        frame = spliced if spliced is not None else self._rows(self.records, costs)
-        frame["seeds"] = pd.Series([self.seeds.get(n) for n in frame["trial"]], index=frame.index)
+        with collector_paused():
+            spliced = self._spliced(costs) if self.previous is not None else None
+            self.frame_built = "spliced" if spliced is not None else "whole"
+            frame = spliced if spliced is not None else self._rows(self.records, costs)
+            frame["seeds"] = pd.Series([self.seeds.get(n) for n in frame["trial"]], index=frame.index)
         return frame
 
     def _rows(self, records: list[TrialRecord], costs: list[str], text_knobs: frozenset = frozenset()) -> pd.DataFrame:
@@ -356,15 +357,16 @@ class TrialCache:
                 self._knob_dicts = {}
                 self._reader = RecordReader(storage, study_id)
             trials = self._reader.read()  # bulk SQL: every trial, then the new and changed ones
-            for record, parent in trials:
-                self._records[record.number] = record
-                self._knob_dicts[record.number] = knobs_of(record)
-                if parent != record.number:
-                    self._parents[record.number] = parent
             attrs = storage.get_study_user_attrs(study_id)  # `lwnas confirm` changes these, not the trials
-            if trials or self._data is None or attrs != self._attrs:
-                self._attrs = attrs
-                self._data = self._study_data(storage, study_id, attrs, {read.record.number for read in trials})
+            with collector_paused():
+                for record, parent in trials:
+                    self._records[record.number] = record
+                    self._knob_dicts[record.number] = knobs_of(record)
+                    if parent != record.number:
+                        self._parents[record.number] = parent
+                if trials or self._data is None or attrs != self._attrs:
+                    self._attrs = attrs
+                    self._data = self._study_data(storage, study_id, attrs, {read.record.number for read in trials})
             return self._data
 
     def _study_data(self, storage: Any, study_id: int, attrs: dict[str, Any], changed: set[int]) -> StudyData:

@@ -10,6 +10,7 @@ import optuna
 from test_bulk_read import away_from_utc, every_kind_of_trial, name, url  # noqa: F401  (fixtures)
 
 from tuners import storage as keys
+from tuners.record import StoredEpochs
 from tuners.record_read import RecordReader, constraints_of
 from tuners.seeds import parent_of
 from tuners.storage import record_of
@@ -41,6 +42,9 @@ def test_records_equal_record_of_optunas_view(url, name):
     assert any(math.isinf(v) for r in records for v in r.values or ())
     assert {"0", "1", "params"} <= {k for r in records for k in r.constraints}
     assert any(r.parent != r.record.number for r in ours)
+    lazy = [r for r in records if isinstance(r.epochs, StoredEpochs)]  # per-epoch keys: decoded at first use
+    assert lazy and [len(r.epochs) for r in lazy] == [len(record_of(t).epochs) for t in optunas
+                                                      if t.number in {r.number for r in lazy}]
     assert reader.read() == []  # nothing changed
 
 

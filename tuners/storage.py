@@ -184,9 +184,11 @@ def record_of(trial: Any) -> TrialRecord:
 
 
 def record_from(number: int, state: str, values: Any, params: dict[str, Any], attrs: dict[str, Any],
-                constraints: dict[str, float], datetime_start: Any = None, datetime_complete: Any = None) -> TrialRecord:
+                constraints: dict[str, float], datetime_start: Any = None, datetime_complete: Any = None,
+                epochs: Any = None) -> TrialRecord:
     """A TrialRecord from a trial's parts: ``record_of``'s work, shared with ``tuners.record_read``, which
-    builds records straight from storage rows without a FrozenTrial in between."""
+    builds records straight from storage rows without a FrozenTrial in between (and passes ``epochs``
+    still undecoded, a ``record.StoredEpochs``, instead of the ``epoch:`` keys in ``attrs``)."""
     default_outcome = {"COMPLETE": Outcome.COMPLETE, "PRUNED": Outcome.PRUNED, "FAIL": Outcome.FAILED}.get(state)
     default_outcome = default_outcome.value if default_outcome else state.lower()  # running, waiting
     return TrialRecord(
@@ -195,7 +197,7 @@ def record_from(number: int, state: str, values: Any, params: dict[str, Any], at
         costs=attrs.get(COSTS, {}),
         state=state, outcome=attrs.get(OUTCOME, default_outcome),
         values=list(values) if values is not None else None, params=dict(params),
-        constraints=dict(constraints), epochs=epochs_of(attrs), wall_time=attrs.get(WALL_TIME),
+        constraints=dict(constraints), epochs=epochs_of(attrs) if epochs is None else epochs, wall_time=attrs.get(WALL_TIME),
         host=attrs.get(HOST), node=attrs.get(NODE), failure=attrs.get(FAILURE), seed_config=attrs.get(SEED_CONFIG),
         datetime_start=datetime_start, datetime_complete=datetime_complete)
 
