@@ -10,6 +10,7 @@ never change), which keeps a live dashboard cheap on a study of 100,000 trials. 
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import math
 import threading
 import uuid
@@ -36,6 +37,7 @@ COST_METRICS = ("params", "madds", "memory", "latency", "latency_batch")
 # shown beside a measured latency: its spread and what measured it (latencies of two machines do not compare)
 LATENCY_DETAILS = ("latency_cv", "latency_batch_cv", "latency_device")
 RECENT = 8  # newest trials whose times give a study's last update in the picker
+FREEZE_AFTER = 1000  # trials read at once above which the collector stops tracking what exists (gc.freeze)
 
 
 def connect(url: str) -> Any:
@@ -145,6 +147,11 @@ def _cell(value: Any) -> Any:
     return value
 
 
+def knob_cells(record: TrialRecord) -> dict[str, Any]:
+    """``knobs_of`` as the trial table shows each value (lists and dicts as text)."""
+    return {k: _cell(v) for k, v in knobs_of(record).items()}
+
+
 @dataclass
 class StudyData:
     """One study as loaded at one moment: plain records plus a frame for tables and plots."""
@@ -159,8 +166,8 @@ class StudyData:
     token: str = field(default_factory=lambda: uuid.uuid4().hex)  # unique per load: a key for cached figures
     confirmations: list[dict[str, Any]] = field(default_factory=list)  # `lwnas confirm` runs (tuners.confirm)
     parents: dict[int, int] = field(default_factory=dict)  # trial -> the trial it repeats with another seed
-    # each record's knobs_of, by trial number (a TrialCache passes those it kept; the rest are worked out here)
-    knob_dicts: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
+    # each record's knobs as table cells (knob_cells), by trial number (a TrialCache passes those it kept)
+    knob_rows: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
     # the load this one refreshes and the trials that changed since: its table is reused (see ``frame``)
     previous: StudyData | None = field(default=None, repr=False, compare=False)
     changed: set[int] | None = field(default=None, repr=False, compare=False)
@@ -169,10 +176,10 @@ class StudyData:
 
     def __post_init__(self) -> None:
         for r in self.records:
-            if r.number not in self.knob_dicts:
-                self.knob_dicts[r.number] = knobs_of(r)
+            if r.number not in self.knob_rows:
+                self.knob_rows[r.number] = knob_cells(r)
         # the fullest config gives the order; records with the same knobs add nothing, so look at each kind once
-        kinds = {(-len(r.config), tuple(self.knob_dicts[r.number])): None for r in self.records}
+        kinds = {(-len(r.config), tuple(self.knob_rows[r.number])): None for r in self.records}
         seen: dict[str, None] = {}
         for _, knobs in sorted(kinds, key=lambda kind: kind[0]):  # stable: equal lengths keep trial order
             seen.update(dict.fromkeys(knobs))
@@ -280,8 +287,9 @@ class StudyData:
         return self._knob_column(knob, self.records)
 
     def _knob_column(self, knob: str, records: list[TrialRecord], as_text: bool = False) -> list[Any]:
-        values = [_cell(self.knob_dicts[r.number].get(knob)) for r in records]
-        if as_text or None in values or len({type(v) for v in values}) > 1:
+        cells = self.knob_rows
+        values = [cells[r.number].get(knob) for r in records]
+        if as_text or None in values or len(set(map(type, values))) > 1:
             values = ["—" if v is None else str(v) for v in values]
         return values
 
@@ -338,7 +346,7 @@ class TrialCache:
         self._study_id: int | None = None
         self._reader: RecordReader | None = None
         self._records: dict[int, TrialRecord] = {}
-        self._knob_dicts: dict[int, dict[str, Any]] = {}  # knobs_of each record, kept until the record changes
+        self._knob_rows: dict[int, dict[str, Any]] = {}  # knob_cells of each record, kept until it changes
         self._data: StudyData | None = None
         self._attrs: dict[str, Any] | None = None  # the study's user attributes at the last load
         self._parents: dict[int, int] = {}  # seed repeats (budget.front_seeds) -> their parent trial
@@ -354,19 +362,23 @@ class TrialCache:
             study_id = storage.get_study_id_from_name(self.name)  # KeyError: no such study
             if study_id != self._study_id:  # first load, or the study was deleted and created again
                 self._study_id, self._records, self._data, self._parents = study_id, {}, None, {}
-                self._knob_dicts = {}
+                self._knob_rows = {}
                 self._reader = RecordReader(storage, study_id)
             trials = self._reader.read()  # bulk SQL: every trial, then the new and changed ones
             attrs = storage.get_study_user_attrs(study_id)  # `lwnas confirm` changes these, not the trials
             with collector_paused():
                 for record, parent in trials:
                     self._records[record.number] = record
-                    self._knob_dicts[record.number] = knobs_of(record)
+                    self._knob_rows[record.number] = knob_cells(record)
                     if parent != record.number:
                         self._parents[record.number] = parent
                 if trials or self._data is None or attrs != self._attrs:
                     self._attrs = attrs
                     self._data = self._study_data(storage, study_id, attrs, {read.record.number for read in trials})
+            if len(trials) > FREEZE_AFTER:
+                # the records live as long as the dashboard: keep the collector's full passes off them (at
+                # 100,000 trials each pass walks millions of objects); reference counting still frees them
+                gc.freeze()
             return self._data
 
     def _study_data(self, storage: Any, study_id: int, attrs: dict[str, Any], changed: set[int]) -> StudyData:
@@ -380,7 +392,7 @@ class TrialCache:
         return StudyData(self.name, objectives, attrs.get(keys.STUDY_SPEC) or {}, attrs.get(keys.STUDY_REJECTED),
                          [self._records[n] for n in sorted(self._records)], version,
                          confirmations=list(attrs.get(keys.STUDY_CONFIRMATIONS, [])), parents=dict(self._parents),
-                         knob_dicts=dict(self._knob_dicts), previous=previous, changed=changed)
+                         knob_rows=dict(self._knob_rows), previous=previous, changed=changed)
 
 
 def export_records(url: str, name: str, numbers: list[int]) -> tuple[optuna.Study, list[TrialRecord]]:

@@ -147,8 +147,9 @@ def _aggregate(sql: dict[str, str], scope: str, table: str, rows: str, items: tu
                  quote_name=sql["quote"].format("a.param_name"), quote_key=sql["quote"].format("a.key"),
                  quote_distribution=sql["quote"].format("a.distribution_json"))
     joined = ", ".join(sql["join"].format(item.format(**terms)) for item in items)
-    return (f"SELECT a.trial_id, {joined} FROM {table} a JOIN trials t ON t.trial_id = a.trial_id "
-            f"WHERE {scope}{' AND ' + rows if rows else ''} GROUP BY a.trial_id")
+    # grouped on the trials' side: SQLite then walks trials in id order and needs no temporary B-tree to group
+    return (f"SELECT t.trial_id, {joined} FROM trials t JOIN {table} a ON a.trial_id = t.trial_id "
+            f"WHERE {scope}{' AND ' + rows if rows else ''} GROUP BY t.trial_id")
 
 
 def _json(text_: str) -> Any:
