@@ -79,3 +79,11 @@ def test_constraints_of_reads_both_layouts_as_optuna():
     attrs = {"constraints": [1.0, -2.0], "constraints:params": 3.0, "other": 1}
     frozen = optuna.trial.create_trial(state=optuna.trial.TrialState.COMPLETE, value=1.0, system_attrs=attrs)
     assert constraints_of(attrs) == frozen.constraints == {"0": 1.0, "1": -2.0, "params": 3.0}
+
+
+def test_status_from_records_equals_status_from_optunas_view(url, name):
+    from tuners.status import read_trials, study_status
+
+    storage, _, study = richest_study(url, name)
+    ot_study = optuna.load_study(study_name=name, storage=storage)
+    assert study_status(ot_study, read_trials(ot_study, storage)) == study_status(ot_study)
