@@ -17,7 +17,8 @@ from tuners.storage import record_of
 
 
 def richest_study(url: str, name: str):
-    """``every_kind_of_trial`` (a waiting trial last) plus a seed repeat, the old constraint layout and floats with 17 digits."""
+    """``every_kind_of_trial`` plus a seed repeat, Optuna's old constraint layout, floats needing 17 digits and
+    a waiting trial last."""
     storage, sid, study = every_kind_of_trial(url, name)
     repeat = study.ask({"lr": optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True)})
     repeat.set_user_attr(keys.SEED_OF, 0)

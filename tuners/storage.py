@@ -197,7 +197,8 @@ def record_from(number: int, state: str, values: Any, params: dict[str, Any], at
         costs=attrs.get(COSTS, {}),
         state=state, outcome=attrs.get(OUTCOME, default_outcome),
         values=list(values) if values is not None else None, params=dict(params),
-        constraints=dict(constraints), epochs=epochs_of(attrs) if epochs is None else epochs, wall_time=attrs.get(WALL_TIME),
+        constraints=dict(constraints), epochs=epochs_of(attrs) if epochs is None else epochs,
+        wall_time=attrs.get(WALL_TIME),
         host=attrs.get(HOST), node=attrs.get(NODE), failure=attrs.get(FAILURE), seed_config=attrs.get(SEED_CONFIG),
         datetime_start=datetime_start, datetime_complete=datetime_complete)
 
