@@ -6,11 +6,14 @@ from a freshly opened storage:
 
 * optuna_load_trials_s: ``optuna.load_study(name, storage).trials``, the anchor;
 * bulk_read_s: ``tuners.bulk_read.TrialReader.read()``, every trial as Optuna's FrozenTrial;
+* record_read_s: ``tuners.record_read.RecordReader.read()``, every trial as lwnas's TrialRecord (what the
+  dashboard and ``lwnas status`` read);
 * first_view_s: what the dashboard does on opening the study: ``TrialCache.load()`` (bulk read,
   records, study data), the trial table (``StudyData.frame``) and the Pareto front;
 * status_s: ``lwnas status``'s figures (bulk read, counts, front, hypervolume) without the CLI start;
-* refresh_s: the dashboard's incremental refresh after another process-like writer added
-  ``--new`` trials and finished one that was running; refresh_unchanged_s when nothing changed.
+* refresh_s: the dashboard's incremental refresh (``TrialCache.load()``) after another process-like writer
+  added ``--new`` trials and finished one that was running; refresh_view_s the same refresh followed by
+  what the page then shows (the trial table and the front); refresh_unchanged_s when nothing changed.
 
 Each timing runs ``--repeats`` times (Optuna's at most ``--optuna-repeats``); all runs are printed,
 the median summarises. Prints JSON.
@@ -61,27 +64,53 @@ def status(url: str, name: str) -> None:
     study_status(ot_study, read_trials(ot_study, storage))
 
 
-def refresh(url: str, name: str, new: int, repeats: int) -> tuple[dict, dict]:
-    """Incremental refresh after ``new`` trials were added and a running one finished; then unchanged."""
+def refresh(url: str, name: str, new: int, repeats: int) -> tuple[dict, dict, dict]:
+    """Incremental refresh after ``new`` trials were added and a running one finished (the load alone, and
+    the load with the table and front the page shows next); then a refresh with nothing changed."""
     import optuna
 
     from dashboards.data import TrialCache
+    from tuners import storage as keys
     from tuners.storage import open_storage
 
-    writer = optuna.load_study(study_name=name, storage=open_storage(url))
+    storage = open_storage(url)
+    # a random sampler: NSGA-II would read every trial at each ask, which is not what is measured here
+    writer = optuna.load_study(study_name=name, storage=storage, sampler=optuna.samplers.RandomSampler(seed=0))
+    study_id = storage.get_study_id_from_name(name)
+    def view() -> None:
+        data = cache.load()
+        _ = data.frame, data.front()
+
+    def started(number: int) -> optuna.trial.Trial:
+        """A trial as the driver starts it with the point of trial ``number``: its params and planned record
+        (tuners/searcher.py), no values, no end time."""
+        planned = storage.get_trial(storage.get_trial_id_from_study_id_trial_number(study_id, number))
+        writer.enqueue_trial(planned.params)
+        trial = writer.ask()
+        for key in (keys.CONFIG, keys.TRAINING, keys.TASK, keys.TASK_OPTIONS, keys.SEED, keys.COSTS):
+            trial.set_user_attr(key, planned.user_attrs[key])
+        return trial
+
+    def finished(trial: optuna.trial.Trial, values: list[float]) -> None:
+        for epoch in range(1, 3):
+            trial.set_user_attr(keys.epoch_key(epoch), {"epoch": epoch, "val_accuracy": values[0], "wall_time": epoch})
+        trial.set_user_attr(keys.OUTCOME, "complete")
+        writer.tell(trial, values)
+
     cache = TrialCache(url, name)
-    cache.load()
-    changed, unchanged = [], []
-    for _ in range(repeats):
-        running = writer.ask()
-        cache.load()  # sees it running
-        for _ in range(new):
-            writer.tell(writer.ask(), [0.5, 1000.0])
-        writer.tell(running, [0.6, 900.0])
-        changed.append(timed(cache.load)[0])
+    view()
+    changed, viewed, unchanged = [], [], []
+    for i in range(repeats):
+        for times, step in ((changed, cache.load), (viewed, view)):
+            running = started(i)
+            view()  # sees it running
+            for j in range(new):
+                finished(started(100 + j), [0.5, 1000.0])
+            finished(running, [0.6, 900.0])
+            times.append(timed(step)[0])
         unchanged.append(timed(cache.load)[0])
     summary = lambda ts: {"median": round(statistics.median(ts), 3), "all": [round(t, 3) for t in ts]}  # noqa: E731
-    return summary(changed), summary(unchanged)
+    return summary(changed), summary(viewed), summary(unchanged)
 
 
 def one_size(url: str, trials: int, args) -> dict:
@@ -89,6 +118,7 @@ def one_size(url: str, trials: int, args) -> dict:
 
     from dashboards.sample import seed_study
     from tuners.bulk_read import TrialReader
+    from tuners.record_read import RecordReader
     from tuners.storage import open_storage
 
     name = f"bench-read-{trials}-{uuid.uuid4().hex[:6]}"
@@ -103,15 +133,20 @@ def one_size(url: str, trials: int, args) -> dict:
             storage = open_storage(url)
             return TrialReader(storage, storage.get_study_id_from_name(name)).read()
         bulk_read = runs(bulk, args.repeats)
+        def records():
+            storage = open_storage(url)
+            return RecordReader(storage, storage.get_study_id_from_name(name)).read()
+        record_read = runs(records, args.repeats)
         view = runs(lambda: first_view(url, name), args.repeats)
         status_s = runs(lambda: status(url, name), args.repeats)
-        changed, unchanged = refresh(url, name, args.new, args.repeats)
+        changed, viewed, unchanged = refresh(url, name, args.new, args.repeats)
     finally:
         if args.storage:
             optuna.delete_study(study_name=name, storage=url)
     return {"trials": trials, "write_s": round(write_s, 1), "optuna_load_trials_s": anchor, "bulk_read_s": bulk_read,
-            "bulk_read_speedup": round(anchor["median"] / bulk_read["median"], 1), "first_view_s": view,
-            "status_s": status_s, "refresh_s": changed, "refresh_unchanged_s": unchanged}
+            "bulk_read_speedup": round(anchor["median"] / bulk_read["median"], 1), "record_read_s": record_read,
+            "record_read_speedup": round(anchor["median"] / record_read["median"], 1), "first_view_s": view,
+            "status_s": status_s, "refresh_s": changed, "refresh_view_s": viewed, "refresh_unchanged_s": unchanged}
 
 
 def main() -> None:

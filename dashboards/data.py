@@ -1,14 +1,16 @@
 """The dashboard's data: studies in storage and their trials as pandas frames, read through ``tuners``.
 
 Nothing here writes to storage. A ``TrialCache`` keeps one study's trials and refreshes them
-incrementally through ``tuners.bulk_read.TrialReader``: the first load reads every trial in a few
-bulk queries, and a refresh reads only trials that are new or were running (finished trials never
-change), which keeps a live dashboard cheap on a study of 100,000 trials.
+incrementally through ``tuners.record_read.RecordReader``: the first load reads every trial's record in
+a few aggregated queries, and a refresh reads only trials that are new or were running (finished trials
+never change), which keeps a live dashboard cheap on a study of 100,000 trials. Each record's knobs
+(``knobs_of``) are worked out once and kept across refreshes.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import math
 import threading
 import uuid
@@ -23,11 +25,11 @@ import pandas as pd
 from optuna.trial import TrialState
 
 from tuners import storage as keys
-from tuners.bulk_read import TrialReader
+from tuners.record_read import RecordReader, collector_paused
 from tuners.objectives import direction_names, minimised, nondominated
 from tuners.outcomes import Outcome
 from tuners.pareto import front_candidates, hypervolume, reference_point
-from tuners.seeds import SeedGroup, groups_of, parent_of
+from tuners.seeds import SeedGroup, groups_of
 from tuners.storage import StorageError, TrialRecord, masked, open_storage, record_of
 
 OPEN_STATES = (TrialState.RUNNING, TrialState.WAITING)
@@ -35,6 +37,7 @@ COST_METRICS = ("params", "madds", "memory", "latency", "latency_batch")
 # shown beside a measured latency: its spread and what measured it (latencies of two machines do not compare)
 LATENCY_DETAILS = ("latency_cv", "latency_batch_cv", "latency_device")
 RECENT = 8  # newest trials whose times give a study's last update in the picker
+FREEZE_AFTER = 1000  # trials read at once above which the collector stops tracking what exists (gc.freeze)
 
 
 def connect(url: str) -> Any:
@@ -144,6 +147,11 @@ def _cell(value: Any) -> Any:
     return value
 
 
+def knob_cells(record: TrialRecord) -> dict[str, Any]:
+    """``knobs_of`` as the trial table shows each value (lists and dicts as text)."""
+    return {k: _cell(v) for k, v in knobs_of(record).items()}
+
+
 @dataclass
 class StudyData:
     """One study as loaded at one moment: plain records plus a frame for tables and plots."""
@@ -158,12 +166,23 @@ class StudyData:
     token: str = field(default_factory=lambda: uuid.uuid4().hex)  # unique per load: a key for cached figures
     confirmations: list[dict[str, Any]] = field(default_factory=list)  # `lwnas confirm` runs (tuners.confirm)
     parents: dict[int, int] = field(default_factory=dict)  # trial -> the trial it repeats with another seed
+    # each record's knobs as table cells (knob_cells), by trial number (a TrialCache passes those it kept)
+    knob_rows: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
+    # the load this one refreshes and the trials that changed since: its table is reused (see ``frame``)
+    previous: StudyData | None = field(default=None, repr=False, compare=False)
+    changed: set[int] | None = field(default=None, repr=False, compare=False)
+    frame_built: str = field(default="", repr=False, compare=False)  # "whole" or "spliced", once built
     _fronts: dict[tuple[str, ...], list[TrialRecord]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
+        for r in self.records:
+            if r.number not in self.knob_rows:
+                self.knob_rows[r.number] = knob_cells(r)
+        # the fullest config gives the order; records with the same knobs add nothing, so look at each kind once
+        kinds = {(-len(r.config), tuple(self.knob_rows[r.number])): None for r in self.records}
         seen: dict[str, None] = {}
-        for r in sorted(self.records, key=lambda r: -len(r.config)):  # the fullest config gives the order
-            seen.update(dict.fromkeys(knobs_of(r)))
+        for _, knobs in sorted(kinds, key=lambda kind: kind[0]):  # stable: equal lengths keep trial order
+            seen.update(dict.fromkeys(knobs))
         self.knobs = [k for k in seen if k not in self.metrics]
 
     @property
@@ -203,17 +222,31 @@ class StudyData:
 
     @cached_property
     def frame(self) -> pd.DataFrame:
-        """One row per trial: number, outcome, objectives, costs, knobs, time, host, failure."""
+        """One row per trial: number, outcome, objectives, costs, knobs, seeds, time, host, failure.
+
+        After a refresh only the changed trials' rows are built and spliced into the previous load's table
+        (at 100,000 trials building every row takes seconds); ``frame_built`` says which way it was made.
+        """
         costs = [c for c in COST_METRICS if c not in self.metrics and any(c in r.costs for r in self.records)]
         costs += [c for c in LATENCY_DETAILS if any(c in r.costs for r in self.records)]
+        with collector_paused():
+            spliced = self._spliced(costs) if self.previous is not None else None
+            self.frame_built = "spliced" if spliced is not None else "whole"
+            frame = spliced if spliced is not None else self._rows(self.records, costs)
+            frame["seeds"] = pd.Series([self.seeds.get(n) for n in frame["trial"]], index=frame.index)
+        return frame
+
+    def _rows(self, records: list[TrialRecord], costs: list[str], text_knobs: frozenset = frozenset()) -> pd.DataFrame:
+        """The table's rows of ``records`` (seeds left empty: they depend on every trial); ``text_knobs`` are
+        shown as text whatever these records hold (the whole table has them so)."""
         rows = []
-        for r in self.records:
+        for r in records:
             row: dict[str, Any] = {"trial": r.number, "outcome": r.outcome, "state": r.state}
             for i, metric in enumerate(self.metrics):
                 value = r.values[i] if r.values is not None else math.nan
                 row[metric] = float(r.costs.get(metric, value)) if metric in COST_METRICS else value
             row.update({c: r.costs.get(c, math.nan) for c in costs})
-            row.update({"seeds": self.seeds.get(r.number), "epochs": len(r.epochs), "wall_time": r.wall_time,
+            row.update({"seeds": None, "epochs": len(r.epochs), "wall_time": r.wall_time,
                         "host": r.host, "failure": r.failure, "started": r.datetime_start,
                         "completed": r.datetime_complete})
             rows.append(row)
@@ -222,15 +255,41 @@ class StudyData:
                                             "completed"])
         for metric in self.metrics:  # the worst value of an infeasible trial is not a measurement
             frame[metric] = frame[metric].astype(float).replace([np.inf, -np.inf], np.nan)
-        knobs = pd.DataFrame({k: self.knob_values(k) for k in self.knobs}, index=frame.index, dtype=object)
+        knobs = pd.DataFrame({k: self._knob_column(k, records, k in text_knobs) for k in self.knobs},
+                             index=frame.index, dtype=object)
         at = 3 + len(self.metrics) + len(costs)  # knobs after the objectives and costs
-        frame = pd.concat([frame.iloc[:, :at], knobs.infer_objects(), frame.iloc[:, at:]], axis=1)
-        return frame
+        return pd.concat([frame.iloc[:, :at], knobs.infer_objects(), frame.iloc[:, at:]], axis=1)
+
+    def _spliced(self, costs: list[str]) -> pd.DataFrame | None:
+        """The previous table with the changed trials' rows replaced or added; None where a changed row
+        would change a column's type or the columns themselves (then the whole table is built)."""
+        old = self.previous.__dict__.get("frame")  # only a table the page actually built
+        self.previous = None  # one step back at most: older loads are freed
+        if old is None or self.changed is None:
+            return None
+        text = frozenset(k for k in self.knobs if k in old and pd.api.types.is_string_dtype(old[k].dtype))
+        part = self._rows([self.by_number[n] for n in sorted(self.changed)], costs, text)
+        if list(part.columns) != list(old.columns):
+            return None
+        for column in part.columns:
+            if column == "seeds" or part[column].dtype == old[column].dtype:
+                continue
+            if part[column].isna().all() and (old[column].dtype.kind in "fM"
+                                               or pd.api.types.is_string_dtype(old[column].dtype)):
+                part[column] = part[column].astype(old[column].dtype)  # e.g. no end time yet: NaT
+            else:
+                return None
+        kept = old[~old["trial"].isin(self.changed)]
+        return pd.concat([kept, part], ignore_index=True).sort_values("trial", kind="stable", ignore_index=True)
 
     def knob_values(self, knob: str) -> list[Any]:
         """A knob's value in every trial, one type per column: mixed or missing values become text."""
-        values = [_cell(knobs_of(r).get(knob)) for r in self.records]
-        if None in values or len({type(v) for v in values}) > 1:
+        return self._knob_column(knob, self.records)
+
+    def _knob_column(self, knob: str, records: list[TrialRecord], as_text: bool = False) -> list[Any]:
+        cells = self.knob_rows
+        values = [cells[r.number].get(knob) for r in records]
+        if as_text or None in values or len(set(map(type, values))) > 1:
             values = ["—" if v is None else str(v) for v in values]
         return values
 
@@ -285,8 +344,9 @@ class TrialCache:
         self._lock = threading.Lock()
         self._storage: Any = None
         self._study_id: int | None = None
-        self._reader: TrialReader | None = None
+        self._reader: RecordReader | None = None
         self._records: dict[int, TrialRecord] = {}
+        self._knob_rows: dict[int, dict[str, Any]] = {}  # knob_cells of each record, kept until it changes
         self._data: StudyData | None = None
         self._attrs: dict[str, Any] | None = None  # the study's user attributes at the last load
         self._parents: dict[int, int] = {}  # seed repeats (budget.front_seeds) -> their parent trial
@@ -302,22 +362,37 @@ class TrialCache:
             study_id = storage.get_study_id_from_name(self.name)  # KeyError: no such study
             if study_id != self._study_id:  # first load, or the study was deleted and created again
                 self._study_id, self._records, self._data, self._parents = study_id, {}, None, {}
-                self._reader = TrialReader(storage, study_id)
+                self._knob_rows = {}
+                self._reader = RecordReader(storage, study_id)
             trials = self._reader.read()  # bulk SQL: every trial, then the new and changed ones
-            self._records.update({t.number: record_of(t) for t in trials})
-            self._parents.update({t.number: parent_of(t) for t in trials if parent_of(t) != t.number})
             attrs = storage.get_study_user_attrs(study_id)  # `lwnas confirm` changes these, not the trials
-            if trials or self._data is None or attrs != self._attrs:
-                self._attrs = attrs
-                self._data = self._study_data(storage, study_id, attrs)
+            with collector_paused():
+                for record, parent in trials:
+                    self._records[record.number] = record
+                    self._knob_rows[record.number] = knob_cells(record)
+                    if parent != record.number:
+                        self._parents[record.number] = parent
+                if trials or self._data is None or attrs != self._attrs:
+                    self._attrs = attrs
+                    self._data = self._study_data(storage, study_id, attrs, {read.record.number for read in trials})
+            if len(trials) > FREEZE_AFTER:
+                # the records live as long as the dashboard: keep the collector's full passes off them (at
+                # 100,000 trials each pass walks millions of objects); reference counting still frees them
+                gc.freeze()
             return self._data
 
-    def _study_data(self, storage: Any, study_id: int, attrs: dict[str, Any]) -> StudyData:
+    def _study_data(self, storage: Any, study_id: int, attrs: dict[str, Any], changed: set[int]) -> StudyData:
         objectives = objectives_of(storage, self.name, attrs, storage.get_study_directions(study_id))
         version = (self._data.version + 1) if self._data else 0
+        previous = self._data
+        if previous is not None and "frame" not in previous.__dict__ and previous.changed is not None:
+            # the page never built that load's table: splice into the one before it, with both loads' changes
+            previous, changed = previous.previous, previous.changed | changed
+            self._data.previous = None  # no chain of old loads kept alive
         return StudyData(self.name, objectives, attrs.get(keys.STUDY_SPEC) or {}, attrs.get(keys.STUDY_REJECTED),
                          [self._records[n] for n in sorted(self._records)], version,
-                         confirmations=list(attrs.get(keys.STUDY_CONFIRMATIONS, [])), parents=dict(self._parents))
+                         confirmations=list(attrs.get(keys.STUDY_CONFIRMATIONS, [])), parents=dict(self._parents),
+                         knob_rows=dict(self._knob_rows), previous=previous, changed=changed)
 
 
 def export_records(url: str, name: str, numbers: list[int]) -> tuple[optuna.Study, list[TrialRecord]]:

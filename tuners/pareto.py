@@ -7,6 +7,7 @@ judged by their outcome). Dominance, reference point and hypervolume come from `
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -25,7 +26,7 @@ def minimised(records: Sequence[TrialRecord], directions: Sequence[str]) -> np.n
 def front_candidates(records: Sequence[TrialRecord]) -> list[TrialRecord]:
     """Trials that may be on a front: complete, feasible, with finite values."""
     return [r for r in records if r.state == "COMPLETE" and r.outcome == Outcome.COMPLETE and r.feasible
-            and r.values is not None and all(np.isfinite(r.values))]
+            and r.values is not None and all(map(math.isfinite, r.values))]
 
 
 def reference_point(records: Sequence[TrialRecord], objectives: Sequence[tuple[str, str]]) -> list[float]:

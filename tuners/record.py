@@ -11,8 +11,61 @@ Plain data only: this module imports neither torch nor Ray, so the dashboard and
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+class StoredEpochs(Sequence):
+    """A trial's per-epoch records as storage holds them, decoded the first time one is read.
+
+    ``tuners.record_read`` puts one in ``TrialRecord.epochs``: the dashboard's table of 100,000 trials
+    needs only how many epochs each trained (``len`` does not decode), and epoch records are most of a
+    study's bytes. It equals the list ``storage.epochs_of`` gives (and compares equal to it).
+    """
+
+    __slots__ = ("_text", "_count", "_items")
+
+    def __init__(self, text: str, count: int):
+        self._text, self._count = text, count  # the "epoch:NNNN": {...} members of a JSON object, comma-joined
+        self._items: list[dict[str, Any]] | None = None
+
+    def _decoded(self) -> list[dict[str, Any]]:
+        if self._items is None:
+            import orjson
+
+            from .storage import epochs_of  # (storage imports this module)
+
+            text = "{" + self._text + "}"
+            try:
+                attrs = orjson.loads(text)
+            except orjson.JSONDecodeError:  # NaN or Infinity, as Python's json.dumps stores them
+                attrs = json.loads(text)
+            self._items = epochs_of(attrs)
+        return self._items
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._decoded()[index]
+
+    def __iter__(self):
+        return iter(self._decoded())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, StoredEpochs)):
+            return self._decoded() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # like the list it stands for
+
+    def __repr__(self) -> str:
+        return repr(self._decoded())
+
+    def __reduce__(self):
+        return StoredEpochs, (self._text, self._count)
+
 
 # the fields the driver decides; exactly these travel to the worker
 PLANNED = ("number", "config", "training", "task", "task_options", "seed", "costs")
@@ -40,7 +93,7 @@ class TrialRecord:
     values: list[float] | None = None
     params: dict[str, Any] = field(default_factory=dict)
     constraints: dict[str, float] = field(default_factory=dict)
-    epochs: list[dict[str, Any]] = field(default_factory=list)
+    epochs: Sequence[dict[str, Any]] = field(default_factory=list)  # a list, or StoredEpochs read undecoded
     wall_time: float | None = None
     host: str | None = None
     node: str | None = None

@@ -211,20 +211,29 @@ def epochs_of(attrs: dict[str, Any]) -> list[dict[str, Any]]:
 
 def record_of(trial: Any) -> TrialRecord:
     """A TrialRecord from an Optuna FrozenTrial (written by this lwnas or an earlier one)."""
-    attrs = trial.user_attrs
+    return record_from(trial.number, trial.state.name, trial.values, trial.params, trial.user_attrs,
+                       trial.constraints, trial.datetime_start, trial.datetime_complete)
+
+
+def record_from(number: int, state: str, values: Any, params: dict[str, Any], attrs: dict[str, Any],
+                constraints: dict[str, float], datetime_start: Any = None, datetime_complete: Any = None,
+                epochs: Any = None) -> TrialRecord:
+    """A TrialRecord from a trial's parts: ``record_of``'s work, shared with ``tuners.record_read``, which
+    builds records straight from storage rows without a FrozenTrial in between (and passes ``epochs``
+    still undecoded, a ``record.StoredEpochs``, instead of the ``epoch:`` keys in ``attrs``)."""
     plan = attrs.get(PLAN) or attrs  # one attribute now; studies from before it hold each field alone
-    state = trial.state.name
     default_outcome = {"COMPLETE": Outcome.COMPLETE, "PRUNED": Outcome.PRUNED, "FAIL": Outcome.FAILED}.get(state)
     default_outcome = default_outcome.value if default_outcome else state.lower()  # running, waiting
     return TrialRecord(
-        number=trial.number, config=plan.get(CONFIG, {}), training=plan.get(TRAINING, {}),
+        number=number, config=plan.get(CONFIG, {}), training=plan.get(TRAINING, {}),
         task=plan.get(TASK), task_options=plan.get(TASK_OPTIONS, {}), seed=plan.get(SEED),
         costs=plan.get(COSTS, {}),
         state=state, outcome=attrs.get(OUTCOME, default_outcome),
-        values=list(trial.values) if trial.values is not None else None, params=dict(trial.params),
-        constraints=dict(trial.constraints), epochs=epochs_of(attrs), wall_time=attrs.get(WALL_TIME),
+        values=list(values) if values is not None else None, params=dict(params),
+        constraints=dict(constraints), epochs=epochs_of(attrs) if epochs is None else epochs,
+        wall_time=attrs.get(WALL_TIME),
         host=attrs.get(HOST), node=attrs.get(NODE), failure=attrs.get(FAILURE), seed_config=attrs.get(SEED_CONFIG),
-        datetime_start=trial.datetime_start, datetime_complete=trial.datetime_complete)
+        datetime_start=datetime_start, datetime_complete=datetime_complete)
 
 
 def planned_attrs(record: TrialRecord) -> dict[str, Any]:

@@ -1,0 +1,90 @@
+"""Records read straight from SQL (tuners/record_read.py) equal ``record_of`` over Optuna's own view, on SQLite
+and PostgreSQL: every trial state, epoch records, NaN and infinite values, seeds and seed repeats, constraints in
+both of Optuna's layouts, floats that need all 17 digits; and an incremental read returns exactly what changed."""
+
+from __future__ import annotations
+
+import math
+
+import optuna
+from test_bulk_read import away_from_utc, every_kind_of_trial, name, url  # noqa: F401  (fixtures)
+
+from tuners import storage as keys
+from tuners.record import StoredEpochs
+from tuners.record_read import RecordReader, constraints_of
+from tuners.seeds import parent_of
+from tuners.storage import record_of
+
+
+def richest_study(url: str, name: str):
+    """``every_kind_of_trial`` plus a seed repeat, Optuna's old constraint layout, floats needing 17 digits and
+    a waiting trial last."""
+    storage, sid, study = every_kind_of_trial(url, name)
+    repeat = study.ask({"lr": optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True)})
+    repeat.set_user_attr(keys.SEED_OF, 0)
+    repeat.set_user_attr(keys.epoch_key(1), {"epoch": 1, "val_accuracy": 0.1 + 0.2, "val_loss": math.inf})
+    repeat_id = storage.get_trial_id_from_study_id_trial_number(sid, repeat.number)
+    storage.set_trial_system_attr(repeat_id, "constraints", [0.30000000000000004, -1.0])  # Optuna's old list
+    study.tell(repeat, [1 / 3, 2.0 ** -1074])
+    study.enqueue_trial({"lr": 2e-3})  # waiting again (the repeat's ask took the first)
+    return storage, sid, study
+
+
+def test_records_equal_record_of_optunas_view(url, name):
+    storage, sid, _ = richest_study(url, name)
+    reader = RecordReader(storage, sid)
+    assert reader.bulk
+    ours, optunas = reader.read(), storage.get_all_trials(sid, deepcopy=False)
+    assert [r.record for r in ours] == [record_of(t) for t in optunas]  # every field, datetimes included
+    assert [r.parent for r in ours] == [parent_of(t) for t in optunas]
+    records = [r.record for r in ours]
+    assert {r.state for r in records} == {"COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING"}
+    assert any(r.epochs for r in records) and any(math.isnan(e["val_loss"]) for r in records for e in r.epochs)
+    assert any(math.isinf(v) for r in records for v in r.values or ())
+    assert {"0", "1", "params"} <= {k for r in records for k in r.constraints}
+    assert any(r.parent != r.record.number for r in ours)
+    lazy = [r for r in records if isinstance(r.epochs, StoredEpochs)]  # per-epoch keys: decoded at first use
+    assert lazy and [len(r.epochs) for r in lazy] == [len(record_of(t).epochs) for t in optunas
+                                                      if t.number in {r.number for r in lazy}]
+    assert reader.read() == []  # nothing changed
+
+
+def test_incremental_read_returns_what_changed(url, name):
+    storage, sid, study = richest_study(url, name)
+    reader = RecordReader(storage, sid)
+    known = {r.record.number: r.record for r in reader.read()}
+    running = next(r for r in known.values() if r.state == "RUNNING")
+    study.tell(running.number, [0.9, 1000.0])
+    new = study.ask()  # takes the waiting trial
+    new.set_user_attr(keys.epoch_key(1), {"epoch": 1, "val_accuracy": 0.5})
+    fresh = study.ask()
+    changed = reader.read()
+    assert sorted(r.record.number for r in changed) == sorted({running.number, new.number, fresh.number})
+    known.update({r.record.number: r.record for r in changed})
+    assert [known[n] for n in sorted(known)] == [record_of(t) for t in storage.get_all_trials(sid, deepcopy=False)]
+    assert reader.read() == []
+
+
+def test_other_storages_read_through_optuna(url, name):
+    _, sid, _ = richest_study(url, name)
+    storage = optuna.storages.InMemoryStorage()
+    sid = storage.create_new_study([optuna.study.StudyDirection.MINIMIZE], "mem")
+    storage.create_new_trial(sid)
+    reader = RecordReader(storage, sid)
+    assert not reader.bulk
+    assert [r.record for r in reader.read()] == [record_of(t) for t in storage.get_all_trials(sid)]
+    assert reader.read() == []
+
+
+def test_constraints_of_reads_both_layouts_as_optuna():
+    attrs = {"constraints": [1.0, -2.0], "constraints:params": 3.0, "other": 1}
+    frozen = optuna.trial.create_trial(state=optuna.trial.TrialState.COMPLETE, value=1.0, system_attrs=attrs)
+    assert constraints_of(attrs) == frozen.constraints == {"0": 1.0, "1": -2.0, "params": 3.0}
+
+
+def test_status_from_records_equals_status_from_optunas_view(url, name):
+    from tuners.status import read_trials, study_status
+
+    storage, _, study = richest_study(url, name)
+    ot_study = optuna.load_study(study_name=name, storage=storage)
+    assert study_status(ot_study, read_trials(ot_study, storage)) == study_status(ot_study)
