@@ -29,8 +29,7 @@ def test_spliced_table_equals_the_whole_table(tmp_path):
     planned = study.trials[7]  # a trial as the driver starts it: params and planned record, no values or end time
     study.enqueue_trial(planned.params)
     running = study.ask()
-    for key in (keys.CONFIG, keys.TRAINING, keys.TASK, keys.TASK_OPTIONS, keys.SEED, keys.COSTS):
-        running.set_user_attr(key, planned.user_attrs[key])
+    running.set_user_attr(keys.PLAN, planned.user_attrs[keys.PLAN])
     data = cache.load()
     pd.testing.assert_frame_equal(data.frame, whole(url, "live"))
     assert data.frame_built == "spliced"
@@ -55,10 +54,10 @@ def test_a_changed_column_type_builds_the_whole_table(tmp_path):
     cache = TrialCache(url, "mixed")
     _ = cache.load().frame
     trial = study.trials[2]
-    config = {**trial.user_attrs[keys.CONFIG], "heads": "many"}  # text where every other trial has a number
+    plan = trial.user_attrs[keys.PLAN]
+    plan = {**plan, keys.CONFIG: {**plan[keys.CONFIG], "heads": "many"}}  # text where every other trial has a number
     study.add_trial(optuna.trial.create_trial(params=trial.params, distributions=trial.distributions,
-                                              values=trial.values, user_attrs={**trial.user_attrs,
-                                                                               keys.CONFIG: config}))
+                                              values=trial.values, user_attrs={**trial.user_attrs, keys.PLAN: plan}))
     data = cache.load()
     pd.testing.assert_frame_equal(data.frame, whole(url, "mixed"))
     assert data.frame_built == "whole"
