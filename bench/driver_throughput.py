@@ -145,11 +145,13 @@ def no_ping(url: str):
     """The after arm's storage without ``pool_pre_ping`` (a measured candidate, not what lwnas opens)."""
     import optuna
 
-    from tuners.storage import engine_kwargs
+    from tuners.storage import engine_kwargs, skip_commit_flush
 
     if not url.startswith("postgresql"):
         raise SystemExit("--arms after_no_ping: only PostgreSQL pings (pool_pre_ping); use it with --backends postgresql")
-    return optuna.storages.RDBStorage(url, engine_kwargs={**engine_kwargs(url, False), "pool_pre_ping": False})
+    storage = optuna.storages.RDBStorage(url, engine_kwargs={**engine_kwargs(url), "pool_pre_ping": False})
+    skip_commit_flush(storage.engine)
+    return storage
 
 
 class Timed:

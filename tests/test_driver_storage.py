@@ -60,3 +60,31 @@ def test_only_the_driver_skips_the_flush_and_its_commits_are_read(url):
         optuna.delete_study(study_name=name, storage=reader)
         driver.engine.dispose()
         reader.engine.dispose()
+
+
+def test_the_driver_keeps_the_options_of_the_users_url():
+    # a search_path in the URL: the driver and every reader must see the same schema, hence the same studies
+    postgres_or_skip()
+    schema = "lwnas_url_options"
+    plain = open_storage(PG_URL)
+    with plain.engine.connect() as conn:
+        conn.execute(text(f"CREATE SCHEMA IF NOT EXISTS {schema}"))
+        conn.commit()
+    plain.engine.dispose()
+    url = f"{PG_URL}{'&' if '?' in PG_URL else '?'}options=-csearch_path%3D{schema}"
+    driver = open_storage(url, create=True, flush_each_commit=False)
+    reader = open_storage(url)
+    try:
+        for storage, flush in ((driver, "off"), (reader, "on")):
+            with storage.engine.connect() as conn:
+                assert conn.execute(text("SHOW search_path")).scalar() == schema
+                assert conn.execute(text("SHOW synchronous_commit")).scalar() == flush
+        optuna.create_study(study_name="in-schema", storage=driver)
+        assert [s.study_name for s in optuna.get_all_study_summaries(reader)] == ["in-schema"]
+    finally:
+        driver.engine.dispose()
+        reader.engine.dispose()
+        with plain.engine.connect() as conn:
+            conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+            conn.commit()
+        plain.engine.dispose()
