@@ -71,7 +71,7 @@ def refresh(url: str, name: str, new: int, repeats: int) -> tuple[dict, dict, di
 
     from dashboards.data import TrialCache
     from tuners import storage as keys
-    from tuners.storage import open_storage
+    from tuners.storage import open_storage, record_of
 
     storage = open_storage(url)
     # a random sampler: NSGA-II would read every trial at each ask, which is not what is measured here
@@ -87,8 +87,8 @@ def refresh(url: str, name: str, new: int, repeats: int) -> tuple[dict, dict, di
         planned = storage.get_trial(storage.get_trial_id_from_study_id_trial_number(study_id, number))
         writer.enqueue_trial(planned.params)
         trial = writer.ask()
-        for key in (keys.CONFIG, keys.TRAINING, keys.TASK, keys.TASK_OPTIONS, keys.SEED, keys.COSTS):
-            trial.set_user_attr(key, planned.user_attrs[key])
+        for key, value in keys.planned_attrs(record_of(planned)).items():  # as the driver writes it
+            trial.set_user_attr(key, value)
         return trial
 
     def finished(trial: optuna.trial.Trial, values: list[float]) -> None:

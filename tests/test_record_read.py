@@ -91,3 +91,20 @@ def test_status_from_records_equals_status_from_optunas_view(url, name):
     storage, _, study = richest_study(url, name)
     ot_study = optuna.load_study(study_name=name, storage=storage)
     assert study_status(ot_study, read_trials(ot_study, storage)) == study_status(ot_study)
+
+
+def test_overlapping_pauses_of_the_collector_end_with_it_running():
+    # two dashboard sessions read at once (threads): the collector stays off until the last one is done,
+    # then runs again, whatever order they leave in
+    import gc
+
+    from tuners.record_read import collector_paused
+
+    assert gc.isenabled()
+    first, second = collector_paused(), collector_paused()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert not gc.isenabled()  # the second reader is still building its records
+    second.__exit__(None, None, None)
+    assert gc.isenabled()

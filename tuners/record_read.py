@@ -24,6 +24,7 @@ import contextlib
 import datetime as dt
 import gc
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -46,17 +47,31 @@ _SQL = {
 _CHECK_FLOATS = (0.1, 1 / 3, 2 ** -1074, 1.7976931348623157e308, 5e-324 * 3, 123456789.123456789e-300)
 
 
+_PAUSE_LOCK = threading.Lock()
+_pauses = 0  # readers inside collector_paused, across threads (the dashboard serves sessions in threads)
+_was_enabled = False  # whether the collector ran before the first of them paused it
+
+
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector while building many small objects that stay alive (a study's
-    records): its full passes over them were 40% of a 5,000-trial first view. Reference counting still frees."""
-    was_enabled = gc.isenabled()
-    gc.disable()
+    records): its full passes over them were 40% of a 5,000-trial first view. Reference counting still frees.
+
+    The collector is process-wide: the first pause turns it off and the last one out turns it back on (if it
+    was on), so overlapping pauses in several threads cannot leave it off for good."""
+    global _pauses, _was_enabled
+    with _PAUSE_LOCK:
+        if _pauses == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _pauses += 1
     try:
         yield
     finally:
-        if was_enabled:
-            gc.enable()
+        with _PAUSE_LOCK:
+            _pauses -= 1
+            if _pauses == 0 and _was_enabled:
+                gc.enable()
 
 
 class ReadTrial(NamedTuple):
@@ -126,7 +141,8 @@ class RecordReader:
         return [(row[0], _read_trial(row, *(parts[name].get(row[0], _NONE) for name in _PARTS))) for row in rows]
 
 
-EPOCH_ROWS = f"a.key LIKE '{keys.EPOCH_PREFIX}%'"
+# substr, not LIKE: SQLite's LIKE ignores case, and record_of reads `epoch:` keys case-sensitively
+EPOCH_ROWS = f"substr(a.key, 1, {len(keys.EPOCH_PREFIX)}) = '{keys.EPOCH_PREFIX}'"
 # per part: its table, which rows, and the JSON text of each row's items, in a dialect's terms ({quote}, {float});
 # epoch records (most of the bytes) come apart from the other attributes, with their keys to count them undecoded
 _PARTS = {
