@@ -230,7 +230,10 @@ class StudyData:
         costs = [c for c in COST_METRICS if c not in self.metrics and any(c in r.costs for r in self.records)]
         costs += [c for c in LATENCY_DETAILS if any(c in r.costs for r in self.records)]
         with collector_paused():
-            spliced = self._spliced(costs) if self.previous is not None else None
+            # read once: another session building this shared table, or the cache's next load, may set
+            # ``previous`` to None at any moment
+            previous = self.previous
+            spliced = self._spliced(previous, costs) if previous is not None else None
             self.frame_built = "spliced" if spliced is not None else "whole"
             frame = spliced if spliced is not None else self._rows(self.records, costs)
             frame["seeds"] = pd.Series([self.seeds.get(n) for n in frame["trial"]], index=frame.index)
@@ -260,14 +263,26 @@ class StudyData:
         at = 3 + len(self.metrics) + len(costs)  # knobs after the objectives and costs
         return pd.concat([frame.iloc[:, :at], knobs.infer_objects(), frame.iloc[:, at:]], axis=1)
 
-    def _spliced(self, costs: list[str]) -> pd.DataFrame | None:
+    def _spliced(self, previous: StudyData, costs: list[str]) -> pd.DataFrame | None:
         """The previous table with the changed trials' rows replaced or added; None where a changed row
         would change a column's type or the columns themselves (then the whole table is built)."""
-        old = self.previous.__dict__.get("frame")  # only a table the page actually built
+        old = previous.__dict__.get("frame")  # only a table the page actually built
         self.previous = None  # one step back at most: older loads are freed
         if old is None or self.changed is None:
             return None
+        kept = old[~old["trial"].isin(self.changed)]
         text = frozenset(k for k in self.knobs if k in old and pd.api.types.is_string_dtype(old[k].dtype))
+        before = previous.knob_rows
+        for k in text:
+            # A text column stays text in the whole table while every changed trial's cell keeps its type:
+            # the column's cell types then only grow (new trials add theirs). A trial whose cell changed type
+            # (a WAITING trial, config {}, that got planned) may have been what made the column text; then
+            # only an unchanged row showing '—' keeps it so (an empty cell: text; the string '—': the column
+            # holds text either way); otherwise build the whole table rather than keep stale text.
+            retyped = any(type(before[n].get(k)) is not type(self.knob_rows[n].get(k))
+                          for n in self.changed if n in before)
+            if retyped and not kept[k].eq("—").any():
+                return None
         part = self._rows([self.by_number[n] for n in sorted(self.changed)], costs, text)
         if list(part.columns) != list(old.columns):
             return None
@@ -279,7 +294,6 @@ class StudyData:
                 part[column] = part[column].astype(old[column].dtype)  # e.g. no end time yet: NaT
             else:
                 return None
-        kept = old[~old["trial"].isin(self.changed)]
         return pd.concat([kept, part], ignore_index=True).sort_values("trial", kind="stable", ignore_index=True)
 
     def knob_values(self, knob: str) -> list[Any]:

@@ -48,6 +48,28 @@ def test_spliced_table_equals_the_whole_table(tmp_path):
     assert data.frame.set_index("trial").loc[[5, 31], "seeds"].tolist() == [2, 2]
 
 
+def test_waiting_trials_planned_later(tmp_path):
+    # a WAITING trial (enqueued: seed config, seed repeat, re-queued) has no config yet, so its empty cells
+    # make every knob column text; once the driver has planned every such trial the whole table has numbers
+    # again. madds among the objectives keeps the cost columns as they are (with accuracy and params alone
+    # the madds cost column appears on planning and rebuilds the table, which hid the stale text)
+    url = f"sqlite:///{tmp_path / 'queue.db'}"
+    study = seed_study(url, name="queue", trials=20, objectives=("accuracy", "params", "madds"))
+    cache = TrialCache(url, "queue")
+    for n in (7, 8):
+        study.enqueue_trial(study.trials[n].params)
+    waiting = cache.load()
+    assert (waiting.frame.dtypes[waiting.knobs] == object).all()  # all text while the trials wait
+
+    for n, built in ((7, "spliced"), (8, "whole")):  # trial 21 still waits after 20 is planned: text stays
+        running = study.ask()
+        running.set_user_attr(keys.PLAN, study.trials[n].user_attrs[keys.PLAN])  # as the driver plans it
+        data = cache.load()
+        pd.testing.assert_frame_equal(data.frame, whole(url, "queue"))
+        assert data.frame_built == built
+    assert (data.frame.dtypes[data.knobs] != object).any()  # numbers again
+
+
 def test_a_changed_column_type_builds_the_whole_table(tmp_path):
     url = f"sqlite:///{tmp_path / 'mixed.db'}"
     study = seed_study(url, name="mixed", trials=10)
