@@ -403,7 +403,8 @@ def _tuner(raw: Any, problems: list) -> TunerSettings:
         else:
             out[key] = value
     sampler = out.get("sampler", TunerSettings.sampler)
-    if "sampler_window" in out and sampler not in WINDOWED_SAMPLERS:
+    sampler_failed = "sampler" in raw and "sampler" not in out  # reported above; the default is not in force
+    if "sampler_window" in out and not sampler_failed and sampler not in WINDOWED_SAMPLERS:
         problems.append((("tuner", "sampler_window"), f"applies to the {' and '.join(WINDOWED_SAMPLERS)} samplers "
                                                       f"only; this study's sampler is {sampler}"))
     return TunerSettings(**out)

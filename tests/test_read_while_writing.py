@@ -2,9 +2,10 @@
 (``TrialCache``) poll a study while another process writes trials into it, on SQLite and PostgreSQL.
 
 The writer is a separate process that opens the storage as the sweep driver does
-(``tuners.storage.open_storage``) and writes each trial's record the way the driver does (ask, user
-attributes, a constraint, the epoch list after every epoch, tell); it has no Ray and no training,
-so it writes as fast as the storage lets it, which is the hardest case for the readers.
+(``tuners.storage.open_storage`` with ``flush_each_commit=False``, tuners/sweep.py) and writes each trial's
+record the way the driver does (tuners/searcher.py: ask, the planned record as one ``plan`` attribute, a
+constraint, one ``epoch:NNNN`` attribute per epoch, tell); it has no Ray and no training, so it writes as
+fast as the storage lets it, which is the hardest case for the readers.
 """
 
 from __future__ import annotations
@@ -21,30 +22,35 @@ from sweep_procs import PG_URL, lwnas, postgres_or_skip, proc_env
 
 from dashboards.data import TrialCache
 from dashboards.sample import seed_study
+from tuners import storage as keys
 from tuners.bulk_read import TrialReader
 from tuners.storage import open_storage, record_of
 
 EPOCHS = 3
 WRITER = """
 import pathlib, sys, optuna
-from tuners.storage import open_storage
+from tuners import storage as keys
+from tuners.record import TrialRecord
 url, name, stop = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
 optuna.logging.set_verbosity(optuna.logging.WARNING)
-study = optuna.load_study(study_name=name, storage=open_storage(url))
+study = optuna.load_study(study_name=name, storage=keys.open_storage(url, flush_each_commit=False))
 written = 0
 while not stop.exists() or written < 20:
     trial = study.ask()
     d_model = trial.suggest_categorical("d_model", [32, 64])  # as dashboards.sample draws it
-    trial.set_user_attr("config", {"family": "encoder", "d_model": d_model})
+    record = TrialRecord(number=trial.number, config={"family": "encoder", "d_model": d_model},
+                         training={"epochs": %d, "seed": trial.number}, task="digits", seed=trial.number,
+                         costs={"params": float(d_model * 100)})
+    for key, value in keys.planned_attrs(record).items():
+        trial.set_user_attr(key, value)
     trial.set_constraint("params", float(d_model - 48))
-    epochs = []
     for e in range(1, %d + 1):
-        epochs.append({"epoch": e, "val_accuracy": 0.1 * e, "wall_time": 0.01 * e})
-        trial.set_user_attr("epochs", epochs)
-    study.tell(trial, [epochs[-1]["val_accuracy"], float(d_model * 100)])
+        epoch = {"epoch": e, "val_accuracy": 0.1 * e, "wall_time": 0.01 * e}
+        trial.set_user_attr(keys.epoch_key(e), epoch)
+    study.tell(trial, [epoch["val_accuracy"], float(d_model * 100)])
     written += 1
 print("written", written)
-""" % EPOCHS
+""" % (EPOCHS, EPOCHS)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -86,7 +92,10 @@ def test_status_and_dashboard_poll_while_a_writer_writes(study_url, tmp_path):
     trials = storage.get_all_trials(sid, deepcopy=False)
     new = [t for t in trials if t.number >= 30]
     assert len(new) == written and all(t.state.name == "COMPLETE" for t in new)  # every write landed, none twice
-    assert all(len(t.user_attrs["epochs"]) == EPOCHS and record_of(t).constraints for t in new)
+    records = [record_of(t) for t in new]  # read back as every reader reads the driver's layout
+    assert all(len(r.epochs) == EPOCHS and r.epochs[-1]["epoch"] == EPOCHS and r.constraints and r.task == "digits"
+               and r.config["d_model"] == r.params["d_model"] for r in records)
+    assert all(keys.PLAN in t.user_attrs and keys.EPOCHS not in t.user_attrs for t in new)  # not the old layout
     assert cache.load().records == [record_of(t) for t in trials]  # the incremental view ends where Optuna's does
 
 

@@ -608,6 +608,14 @@ def test_budget_stop_when_defaults(tmp_path):
         space: {d_model: 32}
         """, "tuner.sampler_window", "sampler_window",
          ("applies to the tpe and gp samplers only; this study's sampler is nsga2",)),
+    Case("sampler-typo-with-window", """
+        task: digits
+        objectives: [accuracy]
+        tuner:
+          sampler: tpee
+          sampler_window: 500
+        space: {d_model: 32}
+        """, "tuner.sampler", "sampler: tpee", ("got 'tpee'", "(did you mean `tpe`?)")),  # alone: no window error
 )
 def test_tuner(tmp_path, case):
     run_case(tmp_path, case)

@@ -148,6 +148,55 @@ def test_a_resumed_study_starts_from_its_last_trials():
     assert [t.state for t in sampler.seen_trials()][-1] == TrialState.RUNNING  # the trial being asked
 
 
+def spaces_asked(sampler: optuna.samplers.BaseSampler, missing: int, trials: int) -> dict[int, list[str]]:
+    """The relative search space ``sampler`` infers for each trial; ``y`` is suggested by every trial but
+    ``missing`` (a conditional knob whose other branch is taken once). Three trials run at a time: trial
+    ``k`` is told just before trial ``k + 3`` is asked."""
+    spaces: dict[int, list[str]] = {}
+    infer = sampler.infer_relative_search_space
+
+    def recording(study, trial):
+        space = infer(study, trial)
+        spaces[trial.number] = sorted(space)
+        return space
+
+    sampler.infer_relative_search_space = recording
+    study = optuna.create_study(sampler=sampler)
+    pending = []
+    for _ in range(trials):
+        trial = study.ask()
+        x = trial.suggest_float("x", 0.0, 1.0)
+        y = trial.suggest_float("y", 0.0, 1.0) if trial.number != missing else 0.5
+        pending.append((trial, (x - 0.3) ** 2 + y))
+        if len(pending) >= 3:
+            study.tell(*pending.pop(0))
+    for trial, value in pending:
+        study.tell(trial, value)
+    return spaces
+
+
+def expected_spaces(missing: int, trials: int) -> dict[int, list[str]]:
+    """The intersection of the finished trials' params at each ask (trial ``k`` is told before ``k + 3``)."""
+    return {n: [] if n < 3 else ["x"] if n >= missing + 3 else ["x", "y"] for n in range(trials)}
+
+
+# window 10 (slack 2): the mirror is first rebuilt when trial 12 is told, with trials 13 and 14 running;
+# 15 is the first asked after it. Rebuilt mirrors number their trials from 0 again, which an intersection
+# search space computed on the mirror (cached by trial number) took for trials it had seen already.
+@pytest.mark.parametrize("missing", [13, 14, 15])
+def test_tpe_drops_a_param_that_goes_missing_after_a_rebuild(missing):
+    windowed = spaces_asked(WindowedSampler(tpe(), window=10), missing, 30)
+    assert windowed == spaces_asked(tpe(), missing, 30) == expected_spaces(missing, 30)
+
+
+def test_gp_drops_a_param_that_goes_missing_after_a_rebuild():
+    """GP fits on every COMPLETE trial's params in the space: a stale ``y`` raised KeyError."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        gp = optuna.samplers.GPSampler(seed=2, n_startup_trials=3, warn_independent_sampling=False)
+        assert spaces_asked(WindowedSampler(gp, window=10), 13, 20) == expected_spaces(13, 20)
+
+
 def test_window_must_be_a_positive_integer():
     with pytest.raises(ValueError, match=r"`window >= 1` must hold .* window=0"):
         WindowedSampler(tpe(), window=0)

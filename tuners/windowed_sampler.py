@@ -6,17 +6,20 @@ Optuna's TPE and GP samplers read every finished trial of the study at each ask 
 last ``window`` finished trials (COMPLETE or PRUNED, the states these samplers learn from), optionally
 the current Pareto front of the feasible COMPLETE trials (``keep_front``: off by default, as it did not
 raise the hypervolume reached in bench/sampler_window.py's runs, docs/performance.md), and the trials
-this sampler has asked that are still running (TPE's constant liar and GP read those). The mirror is updated incrementally at each ask
-from one read of the real study (``Study.get_trials``), and rebuilt from the newest ``window`` finished trials
-once a quarter window more have finished (trials cannot leave an Optuna study: the copy is spread over
-asks), so the inner sampler's work is bounded by 1.25 windows, not by the study.
+this sampler has asked that are still running (GP reads those; lwnas builds TPE without a constant liar,
+which would too). The mirror is updated incrementally at each ask from one read of the real study
+(``Study.get_trials``), and rebuilt from the newest ``window`` finished trials once a quarter window more
+have finished (trials cannot leave an Optuna study: the copy is spread over asks), so the inner sampler's
+work is bounded by 1.25 windows, not by the study. The relative search space alone is inferred on the real
+study (``infer_relative_search_space``: Optuna's intersection search space, incremental there), so it is
+the one the sampler infers without a window.
 
 Only Optuna's public API is used: the mirror is ``optuna.create_study`` on an ``InMemoryStorage`` this
-class owns, filled through that storage's public methods; every sampler hook is delegated with the
-mirror study and the mirror's copy of the trial. What the inner samplers read is kept: params and
+class owns, filled through that storage's public methods; every sampler hook but ``infer_relative_search_space``
+is delegated with the mirror study and the mirror's copy of the trial. What the inner samplers read is kept: params and
 distributions, values, state, intermediate values (TPE ranks pruned trials by them) and system
-attributes (constraints set with ``Trial.set_constraint``, TPE's relative params for its constant liar,
-an enqueued trial's fixed params); user attributes are not copied (no sampler reads them).
+attributes (constraints set with ``Trial.set_constraint``, the relative params TPE and GP write, an enqueued
+trial's fixed params); user attributes are not copied (no sampler reads them).
 
 Not mirrored: RUNNING trials another process asked (lwnas runs one driver per study); the sampler's
 relative params are written to the mirror only, not to the real study's system attributes.
@@ -92,13 +95,18 @@ class WindowedSampler(BaseSampler):
         self._fresh_view()
         self.inner.before_trial(self._mirror, self._mirror_trial(trial))
 
+    # The relative search space is inferred on the real study, not the mirror: TPE's and GP's
+    # ``IntersectionSearchSpace`` caches by trial number and skips trials numbered below its cache, and
+    # each rebuilt mirror numbers its trials from 0 again, so on a mirror it would stop folding in trials
+    # (a conditional parameter that went missing would stay in the space). The real study's numbers only
+    # grow, so its cache stays incremental, and the space is the one the sampler infers without a window.
+    # It is a subset of the mirror's own intersection (the mirror's finished trials are copies of real
+    # ones, with the same distributions), so every finished trial the mirror shows has each of its params.
+    def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
+        return self.inner.infer_relative_search_space(study, trial)
+
     # A trial this sampler did not see asked (called outside Optuna's ``Study.ask``) has no mirror
     # copy: the inner sampler gets the real study then, unbounded but correct.
-    def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
-        if trial.number not in self._running:
-            return self.inner.infer_relative_search_space(study, trial)
-        return self.inner.infer_relative_search_space(self._mirror, self._mirror_trial(trial))
-
     def sample_relative(self, study: Study, trial: FrozenTrial,
                         search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
         if trial.number not in self._running:
@@ -135,7 +143,7 @@ class WindowedSampler(BaseSampler):
         fresh = []
         for trial in trials[self._low:]:  # numbers are 0..n-1 in order: only the tail can be new
             if trial.number in self._running and not trial.state.is_finished():
-                self._mirror_trial(trial)  # params suggested since (TPE's constant liar reads them)
+                self._mirror_trial(trial)  # params suggested since (GP reads running trials' params)
                 continue
             if trial.number in self._handled or not trial.state.is_finished():
                 continue
@@ -207,9 +215,8 @@ class WindowedSampler(BaseSampler):
     def _rebuild(self) -> None:
         """A new mirror holding the front, the window and the running trials, in that order.
 
-        Each mirror is the only study of a fresh storage, so its study id stays the same: TPE's
-        intersection search space, cached per sampler and checked against that id, carries over (it stays
-        the intersection over every trial TPE has seen, as without a window)."""
+        The mirror's trials are numbered from 0 again, which is why the relative search space is not
+        inferred on it (``infer_relative_search_space``)."""
         old, running = self._storage, self._running
         in_window = {t.number for t in self._recent}  # slim copies carry the real trial numbers
         front = [t for n, t in sorted(self._front.items()) if n not in in_window]
