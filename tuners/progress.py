@@ -23,7 +23,8 @@ from rich.table import Table
 from searchspace.study import Study
 
 from .objectives import direction_names
-from .seeds import pareto_front_groups, seed_groups
+from .record_read import ReadTrial
+from .seeds import groups_of, pareto_front_groups, seed_groups
 from .storage import storage_arg
 from .trainable import NUMBER
 
@@ -121,13 +122,14 @@ class SweepProgress(Callback):
 
 
 def print_front(ot_study: optuna.Study, study: Study | None, out: Console,
-                trials: list[optuna.trial.FrozenTrial] | None = None) -> None:
-    """The front (of seed means) as a table, of ``trials`` when the caller has read them already (``lwnas status``)."""
-    if trials is None:
-        trials = ot_study.get_trials(deepcopy=False)
+                trials: list[ReadTrial] | None = None) -> None:
+    """The front (of seed means) as a table, of ``trials`` when the caller has read them already (``lwnas status``,
+    through ``tuners.status.read_trials``)."""
+    groups = (seed_groups(ot_study.get_trials(deepcopy=False)) if trials is None
+              else groups_of([t.record for t in trials], {t.record.number: t.parent for t in trials}))
     names = ot_study.metric_names or [f"objective {i}" for i in range(len(ot_study.directions))]
     directions = direction_names(ot_study.directions)
-    front = pareto_front_groups(seed_groups(trials), directions)  # on seed means
+    front = pareto_front_groups(groups, directions)  # on seed means
     count = "1 trial" if len(front) == 1 else f"{len(front)} trials"
     table = Table(title=f"Pareto front of {ot_study.study_name} ({count})")
     table.add_column("trial", justify="right")
