@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+
 class StoredEpochs(Sequence):
     """A trial's per-epoch records as storage holds them, decoded the first time one is read.
 
