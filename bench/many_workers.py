@@ -18,6 +18,10 @@ Figures (JSON on stdout):
     fresh actor's start and imports for the first wave, Tune's and the driver's round trips after;
   * the driver's CPU seconds per trial.
 
+With ``--anchor``, the same trials (concurrency, count, epochs, sleep, CPUs) then run once more in plain Ray
+Tune (``bench/plain_tune_sleep.py``: a function trainable that only sleeps, nothing of lwnas and no torch in
+its workers), measured the same way: Ray Tune's own floor for memory per concurrent trial and utilisation.
+
 The run aborts (kills its own processes and says so in the JSON) when the machine's available memory
 falls below ``--min-available-gb``: other work shares this machine.
 
@@ -50,6 +54,7 @@ except ImportError:
 from _common import HelpFormatter, LoadMonitor, all_cores, log
 
 PLUGIN = Path(__file__).resolve().parents[1] / "tests" / "plugins" / "sleep_task.py"
+ANCHOR = Path(__file__).resolve().with_name("plain_tune_sleep.py")
 NAME = "many-workers"
 GB = 2**30
 
@@ -191,9 +196,14 @@ class MemoryWatch(threading.Thread):
 def run_lwnas(args: list[str], cwd: Path, env: dict, watch: MemoryWatch, kill_when=None) -> tuple[int | None, float]:
     """Run `lwnas ...` in a session of its own; with ``kill_when`` (a predicate on storage), SIGKILL the
     driver's process group once it holds. Returns (exit code or None when killed, wall seconds)."""
+    return run_session(["lwnas", *args], cwd, env, watch, kill_when)
+
+
+def run_session(command: list[str], cwd: Path, env: dict, watch: MemoryWatch, kill_when=None) -> tuple[int | None, float]:
+    """Run ``command`` in a session of its own, watched by ``watch`` (see run_lwnas)."""
     t0 = time.perf_counter()
     with open(cwd / "lwnas.log", "ab") as out:
-        proc = subprocess.Popen(["lwnas", *args], cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     watch.sid = proc.pid
     killed = False
@@ -281,6 +291,34 @@ def timing(trials, t_command: float, concurrent: int) -> dict:
                                              "min": round(held[0], 2)} if held else None}
 
 
+def anchor_arm(args: argparse.Namespace, cpus: float, env: dict) -> dict:
+    """The same trials in plain Ray Tune (bench/plain_tune_sleep.py), in a session of its own, watched alike."""
+    watch = MemoryWatch(floor=int(args.min_available_gb * GB))
+    watch.start()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        out = tmp / "trials.json"
+        log(f"anchor: plain Ray Tune, {args.trials} sleep trials, {args.concurrent} at once, {cpus} CPUs each")
+        rc, wall = run_session([sys.executable, str(ANCHOR), str(out), str(args.concurrent), str(args.trials),
+                                str(args.epochs), str(args.sleep), str(cpus), str(tmp / "ray_results")],
+                               tmp, env, watch)
+        watch.stop()
+        result = {"exit_code": rc, "aborted": watch.aborted, "command_wall_s": round(wall, 1)}
+        if out.exists():
+            rows = json.loads(out.read_text())["trials"]
+            done = [r for r in rows if r["epochs"] == args.epochs]
+            busy = sum(r["busy"] for r in done)
+            span = max(r["end"] for r in rows) - min(r["start"] for r in rows) if rows else 0.0
+            result.update({"trials_complete": len(done), "busy_trial_s": round(busy, 1),
+                           "trials_span_s": round(span, 1),
+                           "utilisation_command": round(busy / (wall * args.concurrent), 3),
+                           "utilisation_span": round(busy / (span * args.concurrent), 3) if span else None})
+        elif rc != 0:
+            result["log_tail"] = (tmp / "lwnas.log").read_text(errors="replace")[-3000:]
+    result["memory"] = watch.report()
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     parser.add_argument("--concurrent", type=int, default=20, help="trials running at once")
@@ -291,6 +329,9 @@ def main() -> None:
                         help="kill -9 the driver's process group once N trials are complete, then `lwnas resume` (0: no restart)")
     parser.add_argument("--min-available-gb", type=float, default=4.0,
                         help="abort when the machine's available memory falls below this")
+    parser.add_argument("--anchor", action="store_true",
+                        help="then run the same trials in plain Ray Tune (sleep only, no lwnas, no torch) and report "
+                             "its utilisation and worker memory beside lwnas's")
     args = parser.parse_args()
     if args.restart_after >= args.trials:
         parser.error(f"--restart-after must be below --trials, but got {args.restart_after} >= {args.trials}")
@@ -333,6 +374,8 @@ def main() -> None:
             result["cpu_s_per_trial"] = {kind: round(watch.cpu_seconds(kind) / len(trials), 3)
                                          for kind in ("driver", "ray")}
     result["memory"] = watch.report()
+    if args.anchor and watch.aborted is None:
+        result["plain_tune_anchor"] = anchor_arm(args, spec["tuner"]["cpus_per_trial"], env)
     result["machine"] = monitor.report()
     print(json.dumps(result, indent=2))
 
