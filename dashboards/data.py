@@ -32,6 +32,8 @@ from tuners.pareto import front_candidates, hypervolume, reference_point
 from tuners.seeds import SeedGroup, groups_of
 from tuners.storage import StorageError, TrialRecord, masked, open_storage, record_of
 
+from .live import LiveSets, LiveView
+
 OPEN_STATES = (TrialState.RUNNING, TrialState.WAITING)
 COST_METRICS = ("params", "madds", "memory", "latency", "latency_batch")
 # shown beside a measured latency: its spread and what measured it (latencies of two machines do not compare)
@@ -172,6 +174,8 @@ class StudyData:
     previous: StudyData | None = field(default=None, repr=False, compare=False)
     changed: set[int] | None = field(default=None, repr=False, compare=False)
     frame_built: str = field(default="", repr=False, compare=False)  # "whole" or "spliced", once built
+    # candidates, seed groups and fronts a TrialCache kept across refreshes (None: computed from the records)
+    live: LiveView | None = field(default=None, repr=False, compare=False)
     _fronts: dict[tuple[str, ...], list[TrialRecord]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -204,16 +208,18 @@ class StudyData:
     @cached_property
     def candidates(self) -> list[TrialRecord]:
         """Trials that may be on a front (complete, feasible, finite values)."""
-        return front_candidates(self.records)
+        return self.live.candidates if self.live else front_candidates(self.records)
 
     @cached_property
     def seed_groups(self) -> list[SeedGroup]:
         """Complete, feasible trials grouped by point (``budget.front_seeds`` repeats with their parent)."""
-        return groups_of(self.candidates, self.parents)
+        return self.live.seed_groups if self.live else groups_of(self.candidates, self.parents)
 
     @cached_property
     def seeds(self) -> dict[int, int]:
         """Trial -> how many seeds its point was trained with (complete, feasible trials only)."""
+        if self.live:
+            return self.live.seeds
         return {m.number: g.seeds for g in self.seed_groups for m in g.members}
 
     @cached_property
@@ -319,7 +325,12 @@ class StudyData:
     def _front(self, metrics: tuple[str, ...]) -> list[TrialRecord]:
         if metrics not in self._fronts:
             idx = [self.metrics.index(m) for m in metrics]
-            self._fronts[metrics] = non_dominated(self.candidates, idx, [self.directions[i] for i in idx])
+            directions = [self.directions[i] for i in idx]
+            def compute(records: list[TrialRecord]) -> list[TrialRecord]:
+                return non_dominated(records, idx, directions)
+
+            self._fronts[metrics] = (self.live.memo.front(metrics, self.live.size, compute, lambda: self.candidates)
+                                     if self.live else compute(self.candidates))
         return self._fronts[metrics]
 
     @cached_property
@@ -364,6 +375,7 @@ class TrialCache:
         self._data: StudyData | None = None
         self._attrs: dict[str, Any] | None = None  # the study's user attributes at the last load
         self._parents: dict[int, int] = {}  # seed repeats (budget.front_seeds) -> their parent trial
+        self._live = LiveSets()  # candidates, seed groups, fronts: updated from the changed trials
 
     @property
     def loaded(self) -> bool:
@@ -378,6 +390,7 @@ class TrialCache:
                 self._study_id, self._records, self._data, self._parents = study_id, {}, None, {}
                 self._knob_rows = {}
                 self._reader = RecordReader(storage, study_id)
+                self._live = LiveSets()
             trials = self._reader.read()  # bulk SQL: every trial, then the new and changed ones
             attrs = storage.get_study_user_attrs(study_id)  # `lwnas confirm` changes these, not the trials
             with collector_paused():
@@ -386,16 +399,19 @@ class TrialCache:
                     self._knob_rows[record.number] = knob_cells(record)
                     if parent != record.number:
                         self._parents[record.number] = parent
+                live = self._live.update([(read.record, read.parent) for read in trials])
                 if trials or self._data is None or attrs != self._attrs:
                     self._attrs = attrs
-                    self._data = self._study_data(storage, study_id, attrs, {read.record.number for read in trials})
+                    self._data = self._study_data(storage, study_id, attrs, {read.record.number for read in trials},
+                                                  live)
             if len(trials) > FREEZE_AFTER:
                 # the records live as long as the dashboard: keep the collector's full passes off them (at
                 # 100,000 trials each pass walks millions of objects); reference counting still frees them
                 gc.freeze()
             return self._data
 
-    def _study_data(self, storage: Any, study_id: int, attrs: dict[str, Any], changed: set[int]) -> StudyData:
+    def _study_data(self, storage: Any, study_id: int, attrs: dict[str, Any], changed: set[int],
+                    live: LiveView) -> StudyData:
         objectives = objectives_of(storage, self.name, attrs, storage.get_study_directions(study_id))
         version = (self._data.version + 1) if self._data else 0
         previous = self._data
@@ -406,7 +422,7 @@ class TrialCache:
         return StudyData(self.name, objectives, attrs.get(keys.STUDY_SPEC) or {}, attrs.get(keys.STUDY_REJECTED),
                          [self._records[n] for n in sorted(self._records)], version,
                          confirmations=list(attrs.get(keys.STUDY_CONFIRMATIONS, [])), parents=dict(self._parents),
-                         knob_rows=dict(self._knob_rows), previous=previous, changed=changed)
+                         knob_rows=dict(self._knob_rows), previous=previous, changed=changed, live=live)
 
 
 def export_records(url: str, name: str, numbers: list[int]) -> tuple[optuna.Study, list[TrialRecord]]:
