@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 import orjson
 from optuna.distributions import json_to_distribution
-from sqlalchemy import bindparam, text
+from sqlalchemy import String, bindparam, text
 
 from . import optuna_tables as t
 from . import storage as keys
@@ -134,11 +134,15 @@ class RecordReader:
                       f"FROM trials t WHERE {scope} ORDER BY t.number")
         with self.engine.connect() as conn, conn.begin():  # one short read transaction
             def run(sql: str) -> list:
-                query = text(sql).bindparams(*(bindparam(k, expanding=True) for k in params if k.startswith("open")))
-                return conn.execute(query, params).all()
+                expanding = [bindparam(k, expanding=True) for k in params if k.startswith("open")]
+                if ":multi" in sql:  # typed: PostgreSQL compares an empty list's placeholder with the names
+                    expanding.append(bindparam("multi", expanding=True, type_=String))
+                return conn.execute(text(sql).bindparams(*expanding), params).all()
             rows = run(trials_sql)
+            single, params["multi"] = _distributions(run(DISTRIBUTIONS.format(scope=scope)))
             parts = {name: {row[0]: row[1:] for row in run(sql)} for name, sql in queries.items()}
-        return [(row[0], _read_trial(row, *(parts[name].get(row[0], _NONE) for name in _PARTS))) for row in rows]
+        return [(row[0], _read_trial(row, *(parts[name].get(row[0], _NONE) for name in _PARTS), single))
+                for row in rows]
 
 
 # substr, not LIKE: SQLite's LIKE ignores case, and record_of reads `epoch:` keys case-sensitively
@@ -148,13 +152,18 @@ EPOCH_ROWS = f"substr(a.key, 1, {len(keys.EPOCH_PREFIX)}) = '{keys.EPOCH_PREFIX}
 _PARTS = {
     "values": ("trial_values", "", ("'[' || objective || ',' || CASE WHEN a.value IS NULL THEN 'null' ELSE "
                                     "{float_value} END || ',\"' || CAST(value_type AS TEXT) || '\"]'",)),
-    "params": ("trial_params", "", ("'[' || param_id || ',' || {quote_name} || ',' || {float_param} || ',' || "
-                                    "{quote_distribution} || ']'",)),
+    "params": ("trial_params", "", ("'[' || param_id || ',' || {quote_name} || ',' || {float_param} || CASE WHEN "
+                                    "a.param_name IN :multi THEN ',' || {quote_distribution} ELSE '' END || ']'",)),
     "user": ("trial_user_attributes", f"NOT {EPOCH_ROWS}", ("{quote_key} || ':' || value_json",)),
     "epochs": ("trial_user_attributes", EPOCH_ROWS, ("{quote_key} || ':' || value_json", "{quote_key}")),
     "system": ("trial_system_attributes", "", ("{quote_key} || ':' || value_json",)),
 }
 _NONE = (None, None)
+# A param's distribution is the same JSON text in nearly every trial, and repeating it in each param's row was
+# 128 MB of the 100,000-trial read (its slowest query): read each (name, distribution) once, and only names
+# stored with several distributions (a search space changed between trials) carry theirs per row
+DISTRIBUTIONS = ("SELECT DISTINCT a.param_name, a.distribution_json FROM trials t "
+                 "JOIN trial_params a ON a.trial_id = t.trial_id WHERE {scope}")
 
 
 def _aggregate(sql: dict[str, str], scope: str, table: str, rows: str, items: tuple[str, ...]) -> str:
@@ -177,6 +186,15 @@ def _json(text_: str) -> Any:
 
 
 _DISTRIBUTIONS: dict[str, Any] = {}  # a study has few distinct distributions: parse each JSON once
+
+
+def _distributions(rows: list) -> tuple[dict[str, str], list[str]]:
+    """The distribution JSON of each param name stored with one, and the names stored with several."""
+    found: dict[str, set[str]] = {}
+    for name, distribution in rows:
+        found.setdefault(name, set()).add(distribution)
+    return ({name: next(iter(texts)) for name, texts in found.items() if len(texts) == 1},
+            sorted(name for name, texts in found.items() if len(texts) > 1))
 
 
 def _distribution(text_: str) -> Any:
@@ -204,8 +222,10 @@ def constraints_of(system_attrs: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def _read_trial(row: Any, values: tuple, params: tuple, user: tuple, epochs: tuple, system: tuple) -> ReadTrial:
-    """A trial's record from its row and its parts' texts (each a tuple of the part's joined items)."""
+def _read_trial(row: Any, values: tuple, params: tuple, user: tuple, epochs: tuple, system: tuple,
+                distributions: dict[str, str]) -> ReadTrial:
+    """A trial's record from its row and its parts' texts (each a tuple of the part's joined items); a param
+    whose row carries no distribution has the one of ``distributions``."""
     (values,), (params,), (user,), (system,) = values[:1], params[:1], user[:1], system[:1]
     trial_id, number, state, start, complete = row
     objective_values = None
@@ -213,7 +233,8 @@ def _read_trial(row: Any, values: tuple, params: tuple, user: tuple, epochs: tup
         pairs = sorted(orjson.loads(f"[{values}]"))
         objective_values = [t.value_of(value, kind) for _, value, kind in pairs]
     params_ = {}
-    for _, name, value, distribution in sorted(orjson.loads(f"[{params}]")) if params else ():
+    for _, name, value, *own in sorted(orjson.loads(f"[{params}]")) if params else ():
+        distribution = own[0] if own else distributions[name]
         params_[name] = _distribution(distribution).to_external_repr(value)  # in suggestion (param_id) order
     attrs = _json(f"{{{user}}}") if user else {}
     constraints = constraints_of(_json(f"{{{system}}}")) if system else {}
