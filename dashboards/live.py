@@ -112,7 +112,11 @@ class LiveSets:
             if not members:
                 self._members.pop(parent, None)
                 continue
-            (group,) = groups_of(list(members.values()), dict.fromkeys(members, parent))
+            if len(members) == 1:  # most points, and every one at a first load: as groups_of builds it, directly
+                (record,) = members.values()
+                group = SeedGroup(parent, [record], record, [None] * len(record.values))
+            else:
+                (group,) = groups_of(list(members.values()), dict.fromkeys(members, parent))
             self._groups[parent] = group
             seeds.update(dict.fromkeys((m.number for m in group.members), group.seeds))
         self._seeds = seeds
