@@ -144,6 +144,11 @@ def knobs_of(record: TrialRecord) -> dict[str, Any]:
     return {**record.config, **training, **record.params}
 
 
+def kind_of(record: TrialRecord, knobs: dict[str, Any]) -> tuple[int, tuple[str, ...]]:
+    """What orders the table's knob columns: the record's config length (negated) and its knobs' names."""
+    return -len(record.config), tuple(knobs)
+
+
 def _cell(value: Any) -> Any:
     if isinstance(value, (list, tuple, dict)):
         return str(list(value) if isinstance(value, tuple) else value)
@@ -174,13 +179,16 @@ class StudyData:
     # candidates, seed groups and fronts a TrialCache kept across refreshes (None: computed from the records)
     live: LiveView | None = field(default=None, repr=False, compare=False)
     _fronts: dict[tuple[str, ...], list[TrialRecord]] = field(default_factory=dict, repr=False)
+    # the distinct kinds of record (kind_of) in the order of their first trial (a TrialCache keeps them)
+    kinds: list[tuple[int, tuple[str, ...]]] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for r in self.records:
             if r.number not in self.knob_rows:
                 self.knob_rows[r.number] = knobs_of(r)
         # the fullest config gives the order; records with the same knobs add nothing, so look at each kind once
-        kinds = {(-len(r.config), tuple(self.knob_rows[r.number])): None for r in self.records}
+        kinds = self.kinds if self.kinds is not None else {kind_of(r, self.knob_rows[r.number]): None
+                                                           for r in self.records}
         seen: dict[str, None] = {}
         for _, knobs in sorted(kinds, key=lambda kind: kind[0]):  # stable: equal lengths keep trial order
             seen.update(dict.fromkeys(knobs))
@@ -405,6 +413,9 @@ class TrialCache:
         self._attrs: dict[str, Any] | None = None  # the study's user attributes at the last load
         self._parents: dict[int, int] = {}  # seed repeats (budget.front_seeds) -> their parent trial
         self._live = LiveSets()  # candidates, seed groups, fronts: updated from the changed trials
+        # kind_of each record, and the trials of each kind: a refresh updates the changed trials' only
+        self._kind_of: dict[int, tuple] = {}
+        self._kind_trials: dict[tuple, set[int]] = {}
 
     @property
     def loaded(self) -> bool:
@@ -420,12 +431,14 @@ class TrialCache:
                 self._knob_rows = {}
                 self._reader = RecordReader(storage, study_id)
                 self._live = LiveSets()
+                self._kind_of, self._kind_trials = {}, {}
             trials = self._reader.read()  # bulk SQL: every trial, then the new and changed ones
             attrs = storage.get_study_user_attrs(study_id)  # `lwnas confirm` changes these, not the trials
             with collector_paused():
                 for record, parent in trials:
                     self._records[record.number] = record
                     self._knob_rows[record.number] = knobs_of(record)
+                    self._count_kind(record)
                     if parent != record.number:
                         self._parents[record.number] = parent
                 live = self._live.update([(read.record, read.parent) for read in trials])
@@ -439,6 +452,15 @@ class TrialCache:
                 gc.freeze()
             return self._data
 
+    def _count_kind(self, record: TrialRecord) -> None:
+        old = self._kind_of.get(record.number)
+        if old is not None:
+            self._kind_trials[old].discard(record.number)
+            if not self._kind_trials[old]:
+                del self._kind_trials[old]
+        kind = self._kind_of[record.number] = kind_of(record, self._knob_rows[record.number])
+        self._kind_trials.setdefault(kind, set()).add(record.number)
+
     def _study_data(self, storage: Any, study_id: int, attrs: dict[str, Any], changed: set[int],
                     live: LiveView) -> StudyData:
         objectives = objectives_of(storage, self.name, attrs, storage.get_study_directions(study_id))
@@ -451,7 +473,8 @@ class TrialCache:
         return StudyData(self.name, objectives, attrs.get(keys.STUDY_SPEC) or {}, attrs.get(keys.STUDY_REJECTED),
                          [self._records[n] for n in sorted(self._records)], version,
                          confirmations=list(attrs.get(keys.STUDY_CONFIRMATIONS, [])), parents=dict(self._parents),
-                         knob_rows=dict(self._knob_rows), previous=previous, changed=changed, live=live)
+                         knob_rows=dict(self._knob_rows), previous=previous, changed=changed, live=live,
+                         kinds=sorted(self._kind_trials, key=lambda kind: min(self._kind_trials[kind])))
 
 
 def export_records(url: str, name: str, numbers: list[int]) -> tuple[optuna.Study, list[TrialRecord]]:

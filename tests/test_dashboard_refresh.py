@@ -3,6 +3,8 @@ candidates, seed groups and fronts a refresh updates (``dashboards/live.py``) eq
 
 from __future__ import annotations
 
+import dataclasses
+
 import optuna
 import pandas as pd
 
@@ -69,6 +71,7 @@ def test_waiting_trials_planned_later(tmp_path):
         data = cache.load()
         pd.testing.assert_frame_equal(data.frame, whole(url, "queue"))
         assert data.frame_built == built
+        assert data.knobs == dataclasses.replace(data, kinds=None).knobs  # the kept kinds, as from the records
     assert (data.frame.dtypes[data.knobs] != object).any()  # numbers again
 
 
@@ -89,9 +92,8 @@ def test_a_changed_column_type_builds_the_whole_table(tmp_path):
 
 def from_scratch(url: str, name: str):
     """The study loaded now, its candidates, seed groups and fronts computed over all its records."""
-    scratch = TrialCache(url, name).load()
-    scratch.live = None  # nothing kept from earlier loads: tuners.pareto and tuners.seeds over the records
-    return scratch
+    # nothing kept from earlier loads: knob order, candidates, groups and fronts from the records alone
+    return dataclasses.replace(TrialCache(url, name).load(), live=None, kinds=None)
 
 
 def assert_same_sets(data, scratch, pairs):
@@ -99,6 +101,7 @@ def assert_same_sets(data, scratch, pairs):
     assert data.candidates == scratch.candidates
     assert data.seed_groups == scratch.seed_groups  # parents, members, seed means and stds
     assert data.seeds == scratch.seeds
+    assert data.knobs == scratch.knobs
     for metrics in (None, *pairs):
         assert [r.number for r in data.front(metrics)] == [r.number for r in scratch.front(metrics)]
     pd.testing.assert_frame_equal(data.frame, scratch.frame)
