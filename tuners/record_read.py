@@ -14,8 +14,8 @@ Floats are the one trap: SQLite 3.40's text form of a REAL keeps 15 digits, so v
 through ``printf('%!.20e')``, which round-trips every double; the reader checks that on the live
 connection before trusting it (and PostgreSQL's ``float8`` text is the shortest exact form since
 version 12). Any other database, schema or storage goes through ``TrialReader`` and ``record_of``.
-The incremental contract is ``TrialReader``'s: later reads return only new trials and open ones
-(running, waiting) that changed.
+The incremental contract is ``TrialReader``'s, kept by the same ``read_since.ReadSince``: later reads return
+only new trials and open ones (running, waiting) that changed.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ from sqlalchemy import String, bindparam, text
 
 from . import optuna_tables as t
 from . import storage as keys
-from .bulk_read import CHUNK, OPEN, TrialReader
+from .bulk_read import TrialReader
+from .read_since import OPEN, ReadSince
 from .record import StoredEpochs, TrialRecord
 from .storage import record_from, record_of
 
@@ -92,8 +93,7 @@ class RecordReader:
         if self.sql is not None and not self._floats_exact():
             self.sql = None
         self.fallback = None if self.sql else TrialReader(storage, study_id)
-        self.max_trial_id = -1  # trials above it are new at the next read
-        self.open: dict[int, ReadTrial] = {}  # trials running or waiting at the last read, by id
+        self.since: ReadSince[ReadTrial] = ReadSince(lambda read: read.record.state in OPEN)
 
     @property
     def bulk(self) -> bool:
@@ -106,13 +106,7 @@ class RecordReader:
             return [ReadTrial(record_of(tr), _parent(tr.user_attrs, tr.number)) for tr in self.fallback.read()]
         with collector_paused():
             pairs = self._read_sql()
-        changed = [read for key, read in pairs if self.open.get(key) != read]  # an open trial may be as it was
-        for key, read in pairs:
-            self.max_trial_id = max(self.max_trial_id, key)
-            self.open.pop(key, None)
-            if read.record.state in OPEN:
-                self.open[key] = read
-        return changed
+        return self.since.changed(pairs)
 
     def _floats_exact(self) -> bool:
         query = text("SELECT " + self.sql["float"].format(":x"))
@@ -121,11 +115,10 @@ class RecordReader:
 
     def _scope(self) -> tuple[str, dict[str, Any]]:
         """SQL condition on ``trials AS t`` selecting the trials to read now, and its parameters."""
-        where, params = ["t.trial_id > :after"], {"sid": self.study_id, "after": self.max_trial_id}
-        ids = sorted(self.open)
-        for i in range(0, len(ids), CHUNK):
+        where, params = ["t.trial_id > :after"], {"sid": self.study_id, "after": self.since.max_trial_id}
+        for i, ids in enumerate(self.since.open_chunks()):
             where.append(f"t.trial_id IN :open{i}")
-            params[f"open{i}"] = ids[i:i + CHUNK]
+            params[f"open{i}"] = ids
         return f"t.study_id = :sid AND ({' OR '.join(where)})", params
 
     def _read_sql(self) -> list[tuple[int, ReadTrial]]:
