@@ -1,13 +1,17 @@
-"""A refreshed dashboard table (``StudyData.frame`` spliced from the previous load's) equals one built whole."""
+"""A refreshed dashboard table (``StudyData.frame`` spliced from the previous load's) equals one built whole, and the
+candidates, seed groups and fronts a refresh updates (``dashboards/live.py``) equal ones computed from scratch."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import optuna
 import pandas as pd
 
-from dashboards.data import TrialCache
+from dashboards.data import TrialCache, non_dominated
 from dashboards.sample import make_trial, seed_study
 from tuners import storage as keys
+from tuners.pareto import front_candidates
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -67,6 +71,7 @@ def test_waiting_trials_planned_later(tmp_path):
         data = cache.load()
         pd.testing.assert_frame_equal(data.frame, whole(url, "queue"))
         assert data.frame_built == built
+        assert data.knobs == dataclasses.replace(data, kinds=None).knobs  # the kept kinds, as from the records
     assert (data.frame.dtypes[data.knobs] != object).any()  # numbers again
 
 
@@ -83,3 +88,65 @@ def test_a_changed_column_type_builds_the_whole_table(tmp_path):
     data = cache.load()
     pd.testing.assert_frame_equal(data.frame, whole(url, "mixed"))
     assert data.frame_built == "whole"
+
+
+def from_scratch(url: str, name: str):
+    """The study loaded now, its candidates, seed groups and fronts computed over all its records."""
+    # nothing kept from earlier loads: knob order, candidates, groups and fronts from the records alone
+    return dataclasses.replace(TrialCache(url, name).load(), live=None, kinds=None)
+
+
+def assert_same_sets(data, scratch, pairs):
+    assert [r.number for r in data.candidates] == [r.number for r in scratch.candidates]
+    assert data.candidates == scratch.candidates
+    assert data.seed_groups == scratch.seed_groups  # parents, members, seed means and stds
+    assert data.seeds == scratch.seeds
+    assert data.knobs == scratch.knobs
+    for metrics in (None, *pairs):
+        assert [r.number for r in data.front(metrics)] == [r.number for r in scratch.front(metrics)]
+    pd.testing.assert_frame_equal(data.frame, scratch.frame)
+
+
+def test_refreshed_groups_and_fronts_equal_a_build_from_scratch(tmp_path):
+    url = f"sqlite:///{tmp_path / 'fronts.db'}"
+    objectives = ("accuracy", "params", "madds")
+    study = seed_study(url, name="fronts", trials=40, objectives=objectives)
+    pairs = (["accuracy", "params"], ["params", "madds"])
+    cache = TrialCache(url, "fronts")
+    first = cache.load()
+    assert_same_sets(first, from_scratch(url, "fronts"), pairs)
+
+    def add(number: int, values: list[float], **attrs) -> None:
+        like = study.trials[number]
+        study.add_trial(optuna.trial.create_trial(params=like.params, distributions=like.distributions,
+                                                  values=values, constraints={"params": -1.0},
+                                                  user_attrs={**like.user_attrs, **attrs}))
+
+    best = max(first.candidates, key=lambda r: r.values[0])
+    grouped = first.candidates[0].number
+    planned = study.trials[7]
+    study.enqueue_trial(planned.params)
+    running = study.ask()  # seen running, then finishing on the front
+    running.set_user_attr(keys.PLAN, planned.user_attrs[keys.PLAN])
+    add(grouped, first.by_number[grouped].values, **{keys.SEED_OF: grouped})  # a repeat: that group has 2 seeds
+    steps = [
+        lambda: study.tell(running, [best.values[0] + 0.01, 1.0, 1.0]),  # dominates the old front: it shrinks
+        lambda: add(grouped, [v * 0.5 for v in first.by_number[grouped].values], **{keys.SEED_OF: grouped}),
+        lambda: add(best.number, [0.0, 1e12, 1e12]),  # a candidate dominated by everything: no front change
+        lambda: None,  # nothing new
+    ]
+    data = cache.load()
+    assert_same_sets(data, from_scratch(url, "fronts"), pairs)
+    assert data.seeds[grouped] == 2
+    unseen = None
+    for i, step in enumerate(steps):
+        step()
+        data = cache.load()
+        if i == 1:
+            unseen = data  # a load whose fronts are first asked for after newer loads computed theirs
+            continue
+        assert_same_sets(data, from_scratch(url, "fronts"), pairs)
+    assert [r.number for r in data.front()][:1] == [running.number]  # the finished trial leads the front
+    assert data.seeds[grouped] == 3
+    assert [r.number for r in unseen.front()] == [r.number for r in non_dominated(
+        front_candidates(unseen.records), [0, 1, 2], unseen.directions)]

@@ -45,6 +45,9 @@ def test_records_equal_record_of_optunas_view(url, name):
     assert any(math.isinf(v) for r in records for v in r.values or ())
     assert {"0", "1", "params"} <= {k for r in records for k in r.constraints}
     assert any(r.parent != r.record.number for r in ours)
+    # lr is stored with several distributions (read per row), d_model with one (read once per study)
+    assert len({t.distributions["lr"] for t in optunas if "lr" in t.distributions}) > 1
+    assert len({t.distributions["d_model"] for t in optunas if "d_model" in t.distributions}) == 1
     assert any(r.config == {"family": "encoder", "d_model": 16} and r.costs["latency"] == 0.1 + 0.2 for r in records)
     lazy = [r for r in records if isinstance(r.epochs, StoredEpochs)]  # per-epoch keys: decoded at first use
     assert lazy and [len(r.epochs) for r in lazy] == [len(record_of(t).epochs) for t in optunas

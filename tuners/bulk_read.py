@@ -26,9 +26,8 @@ from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy import or_, select
 
 from . import optuna_tables as t
+from .read_since import OPEN, ReadSince
 
-OPEN = ("RUNNING", "WAITING")
-CHUNK = 500  # trial ids per IN list (SQLite allows 32,766 bound values; PostgreSQL more)
 
 
 class TrialReader:
@@ -37,8 +36,7 @@ class TrialReader:
     def __init__(self, storage: Any, study_id: int):
         self.storage, self.study_id = storage, study_id
         self.engine = t.bulk_engine(storage)
-        self.max_trial_id = -1  # trials above it are new at the next read
-        self.open: dict[int, FrozenTrial] = {}  # trials running or waiting at the last read, by id
+        self.since: ReadSince[FrozenTrial] = ReadSince(lambda trial: trial.state.name in OPEN)
 
     @property
     def bulk(self) -> bool:
@@ -47,28 +45,20 @@ class TrialReader:
 
     def read(self) -> list[FrozenTrial]:
         """Trials new or changed since the last call (every trial at the first), in trial-id order."""
-        pairs = self._read_sql() if self.bulk else self._read_optuna()
-        changed = [trial for key, trial in pairs if self.open.get(key) != trial]  # an open trial may be as it was
-        for key, trial in pairs:
-            self.max_trial_id = max(self.max_trial_id, key)
-            self.open.pop(key, None)
-            if trial.state.name in OPEN:
-                self.open[key] = trial
-        return changed
+        return self.since.changed(self._read_sql() if self.bulk else self._read_optuna())
 
     # ---- Optuna's own path: trial numbers stand in for ids (both grow with each new trial) ----------
     def _read_optuna(self) -> list[tuple[int, FrozenTrial]]:
         everything = self.storage.get_all_trials(self.study_id, deepcopy=False)
-        # copies: an in-memory storage changes its own objects, and self.open keeps them to compare
+        # copies: an in-memory storage changes its own objects, and self.since keeps them to compare
         return [(tr.number, copy.deepcopy(tr)) for tr in everything
-                if tr.number > self.max_trial_id or tr.number in self.open]
+                if tr.number > self.since.max_trial_id or tr.number in self.since.open]
 
     # ---- bulk SQL -----------------------------------------------------------------------------------
     def _read_sql(self) -> list[tuple[int, FrozenTrial]]:
-        wanted = t.trials.c.trial_id > self.max_trial_id
-        if self.open:
-            ids = sorted(self.open)
-            wanted = or_(wanted, *(t.trials.c.trial_id.in_(ids[i:i + CHUNK]) for i in range(0, len(ids), CHUNK)))
+        wanted = t.trials.c.trial_id > self.since.max_trial_id
+        if self.since.open:
+            wanted = or_(wanted, *(t.trials.c.trial_id.in_(ids) for ids in self.since.open_chunks()))
         scope = select(t.trials.c.trial_id).where(t.trials.c.study_id == self.study_id, wanted)
         with self.engine.connect() as conn, conn.begin():  # one short read transaction
             rows = conn.execute(select(t.trials).where(t.trials.c.trial_id.in_(scope))

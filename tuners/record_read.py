@@ -14,8 +14,8 @@ Floats are the one trap: SQLite 3.40's text form of a REAL keeps 15 digits, so v
 through ``printf('%!.20e')``, which round-trips every double; the reader checks that on the live
 connection before trusting it (and PostgreSQL's ``float8`` text is the shortest exact form since
 version 12). Any other database, schema or storage goes through ``TrialReader`` and ``record_of``.
-The incremental contract is ``TrialReader``'s: later reads return only new trials and open ones
-(running, waiting) that changed.
+The incremental contract is ``TrialReader``'s, kept by the same ``read_since.ReadSince``: later reads return
+only new trials and open ones (running, waiting) that changed.
 """
 
 from __future__ import annotations
@@ -25,16 +25,18 @@ import datetime as dt
 import gc
 import json
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import orjson
 from optuna.distributions import json_to_distribution
-from sqlalchemy import bindparam, text
+from sqlalchemy import String, bindparam, text
 
 from . import optuna_tables as t
 from . import storage as keys
-from .bulk_read import CHUNK, OPEN, TrialReader
+from .bulk_read import TrialReader
+from .read_since import OPEN, ReadSince
 from .record import StoredEpochs, TrialRecord
 from .storage import record_from, record_of
 
@@ -91,8 +93,7 @@ class RecordReader:
         if self.sql is not None and not self._floats_exact():
             self.sql = None
         self.fallback = None if self.sql else TrialReader(storage, study_id)
-        self.max_trial_id = -1  # trials above it are new at the next read
-        self.open: dict[int, ReadTrial] = {}  # trials running or waiting at the last read, by id
+        self.since: ReadSince[ReadTrial] = ReadSince(lambda read: read.record.state in OPEN)
 
     @property
     def bulk(self) -> bool:
@@ -105,13 +106,7 @@ class RecordReader:
             return [ReadTrial(record_of(tr), _parent(tr.user_attrs, tr.number)) for tr in self.fallback.read()]
         with collector_paused():
             pairs = self._read_sql()
-        changed = [read for key, read in pairs if self.open.get(key) != read]  # an open trial may be as it was
-        for key, read in pairs:
-            self.max_trial_id = max(self.max_trial_id, key)
-            self.open.pop(key, None)
-            if read.record.state in OPEN:
-                self.open[key] = read
-        return changed
+        return self.since.changed(pairs)
 
     def _floats_exact(self) -> bool:
         query = text("SELECT " + self.sql["float"].format(":x"))
@@ -120,11 +115,10 @@ class RecordReader:
 
     def _scope(self) -> tuple[str, dict[str, Any]]:
         """SQL condition on ``trials AS t`` selecting the trials to read now, and its parameters."""
-        where, params = ["t.trial_id > :after"], {"sid": self.study_id, "after": self.max_trial_id}
-        ids = sorted(self.open)
-        for i in range(0, len(ids), CHUNK):
+        where, params = ["t.trial_id > :after"], {"sid": self.study_id, "after": self.since.max_trial_id}
+        for i, ids in enumerate(self.since.open_chunks()):
             where.append(f"t.trial_id IN :open{i}")
-            params[f"open{i}"] = ids[i:i + CHUNK]
+            params[f"open{i}"] = ids
         return f"t.study_id = :sid AND ({' OR '.join(where)})", params
 
     def _read_sql(self) -> list[tuple[int, ReadTrial]]:
@@ -134,11 +128,15 @@ class RecordReader:
                       f"FROM trials t WHERE {scope} ORDER BY t.number")
         with self.engine.connect() as conn, conn.begin():  # one short read transaction
             def run(sql: str) -> list:
-                query = text(sql).bindparams(*(bindparam(k, expanding=True) for k in params if k.startswith("open")))
-                return conn.execute(query, params).all()
+                expanding = [bindparam(k, expanding=True) for k in params if k.startswith("open")]
+                if ":multi" in sql:  # typed: PostgreSQL compares an empty list's placeholder with the names
+                    expanding.append(bindparam("multi", expanding=True, type_=String))
+                return conn.execute(text(sql).bindparams(*expanding), params).all()
             rows = run(trials_sql)
+            single, params["multi"] = _distributions(run(DISTRIBUTIONS.format(scope=scope)))
             parts = {name: {row[0]: row[1:] for row in run(sql)} for name, sql in queries.items()}
-        return [(row[0], _read_trial(row, *(parts[name].get(row[0], _NONE) for name in _PARTS))) for row in rows]
+        return [(row[0], _read_trial(row, *(parts[name].get(row[0], _NONE) for name in _PARTS), single))
+                for row in rows]
 
 
 # substr, not LIKE: SQLite's LIKE ignores case, and record_of reads `epoch:` keys case-sensitively
@@ -148,13 +146,18 @@ EPOCH_ROWS = f"substr(a.key, 1, {len(keys.EPOCH_PREFIX)}) = '{keys.EPOCH_PREFIX}
 _PARTS = {
     "values": ("trial_values", "", ("'[' || objective || ',' || CASE WHEN a.value IS NULL THEN 'null' ELSE "
                                     "{float_value} END || ',\"' || CAST(value_type AS TEXT) || '\"]'",)),
-    "params": ("trial_params", "", ("'[' || param_id || ',' || {quote_name} || ',' || {float_param} || ',' || "
-                                    "{quote_distribution} || ']'",)),
+    "params": ("trial_params", "", ("'[' || param_id || ',' || {quote_name} || ',' || {float_param} || CASE WHEN "
+                                    "a.param_name IN :multi THEN ',' || {quote_distribution} ELSE '' END || ']'",)),
     "user": ("trial_user_attributes", f"NOT {EPOCH_ROWS}", ("{quote_key} || ':' || value_json",)),
     "epochs": ("trial_user_attributes", EPOCH_ROWS, ("{quote_key} || ':' || value_json", "{quote_key}")),
     "system": ("trial_system_attributes", "", ("{quote_key} || ':' || value_json",)),
 }
 _NONE = (None, None)
+# A param's distribution is the same JSON text in nearly every trial, and repeating it in each param's row was
+# 128 MB of the 100,000-trial read (its slowest query): read each (name, distribution) once, and only names
+# stored with several distributions (a search space changed between trials) carry theirs per row
+DISTRIBUTIONS = ("SELECT DISTINCT a.param_name, a.distribution_json FROM trials t "
+                 "JOIN trial_params a ON a.trial_id = t.trial_id WHERE {scope}")
 
 
 def _aggregate(sql: dict[str, str], scope: str, table: str, rows: str, items: tuple[str, ...]) -> str:
@@ -179,17 +182,42 @@ def _json(text_: str) -> Any:
 _DISTRIBUTIONS: dict[str, Any] = {}  # a study has few distinct distributions: parse each JSON once
 
 
+def _distributions(rows: list) -> tuple[dict[str, str], list[str]]:
+    """The distribution JSON of each param name stored with one, and the names stored with several."""
+    found: dict[str, set[str]] = {}
+    for name, distribution in rows:
+        found.setdefault(name, set()).add(distribution)
+    return ({name: next(iter(texts)) for name, texts in found.items() if len(texts) == 1},
+            sorted(name for name, texts in found.items() if len(texts) > 1))
+
+
 def _distribution(text_: str) -> Any:
     if text_ not in _DISTRIBUTIONS:
         _DISTRIBUTIONS[text_] = json_to_distribution(text_)
     return _DISTRIBUTIONS[text_]
 
 
+_OFFSETS: dict[tuple, dt.timedelta] = {}  # (UTC minute, local zone) -> the local offset then
+
+
 def _moment(value: Any) -> dt.datetime | None:
-    """A stored datetime (SQLite gives its ISO text, PostgreSQL a datetime) as FrozenTrial's local time."""
+    """A stored datetime (SQLite gives its ISO text, PostgreSQL a datetime) as FrozenTrial's local time.
+
+    ``to_local`` asks the C library for the zone's offset at each moment (two per trial: 1 s of a 100,000-trial
+    read); the offset is kept per UTC minute and zone instead, as zones change offset only on whole minutes
+    (every offset has been whole minutes since 1972)."""
+    if value is None:
+        return None
     if isinstance(value, str):
         value = dt.datetime.fromisoformat(value)
-    return t.to_local(value)
+    minute = value.replace(second=0, microsecond=0)
+    key = (minute, time.timezone, time.altzone, time.tzname)  # time.tzset() changes these with the zone
+    offset = _OFFSETS.get(key)
+    if offset is None:
+        if len(_OFFSETS) > 100_000:  # a long-lived dashboard: forget rather than grow
+            _OFFSETS.clear()
+        offset = _OFFSETS[key] = t.to_local(minute) - minute
+    return value + offset
 
 
 def _parent(user_attrs: dict[str, Any], number: int) -> int:
@@ -204,8 +232,10 @@ def constraints_of(system_attrs: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def _read_trial(row: Any, values: tuple, params: tuple, user: tuple, epochs: tuple, system: tuple) -> ReadTrial:
-    """A trial's record from its row and its parts' texts (each a tuple of the part's joined items)."""
+def _read_trial(row: Any, values: tuple, params: tuple, user: tuple, epochs: tuple, system: tuple,
+                distributions: dict[str, str]) -> ReadTrial:
+    """A trial's record from its row and its parts' texts (each a tuple of the part's joined items); a param
+    whose row carries no distribution has the one of ``distributions``."""
     (values,), (params,), (user,), (system,) = values[:1], params[:1], user[:1], system[:1]
     trial_id, number, state, start, complete = row
     objective_values = None
@@ -213,7 +243,8 @@ def _read_trial(row: Any, values: tuple, params: tuple, user: tuple, epochs: tup
         pairs = sorted(orjson.loads(f"[{values}]"))
         objective_values = [t.value_of(value, kind) for _, value, kind in pairs]
     params_ = {}
-    for _, name, value, distribution in sorted(orjson.loads(f"[{params}]")) if params else ():
+    for _, name, value, *own in sorted(orjson.loads(f"[{params}]")) if params else ():
+        distribution = own[0] if own else distributions[name]
         params_[name] = _distribution(distribution).to_external_repr(value)  # in suggestion (param_id) order
     attrs = _json(f"{{{user}}}") if user else {}
     constraints = constraints_of(_json(f"{{{system}}}")) if system else {}
