@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from searchspace import FAMILIES, ArchConfig, build_model
-from tuners.deploy_export import DeployExportError, input_names, write_model
+from tuners.deploy_export import DeployExportError, export_inputs, input_names, write_model
 
 from sweep_procs import lwnas
 from test_models_registry import REGISTRY
@@ -27,16 +27,28 @@ from test_models_registry import REGISTRY
 pytestmark = pytest.mark.usefixtures("one_thread")
 RUNNER = Path(__file__).parent / "deploy" / "run_artifacts.py"
 ATOL, RTOL = 1e-5, 1e-4
+PADDED_REGIONS = 2  # trailing regions of the last image that are padding
 
 
 def _inputs(model, batch: int = 3) -> dict[str, np.ndarray]:
-    """Inputs at a batch size the export never saw, with padding in the first sample's tokens."""
+    """Inputs at a batch size the export never saw, with padding in the first sample's tokens and, for region
+    families, the last sample's trailing regions padded (``region_mask`` False: byod images with fewer regions)."""
     torch.manual_seed(1)
-    tensors = list(model.example_inputs(batch=batch))
+    tensors = list(export_inputs(model, batch=batch))
     for i, name in enumerate(input_names(model)):
         if tensors[i].dtype == torch.int64 and tensors[i].dim() == 2:
             tensors[i][0, -1] = 0  # a padding token: the masking paths run in the exported graph too
+        if name == "region_mask":
+            tensors[i][-1, -PADDED_REGIONS:] = False
     return {name: t.numpy() for name, t in zip(input_names(model), tensors)}
+
+
+def _repadded(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The same inputs with other features in the padded regions: the outputs must not change."""
+    regions = inputs["regions"].copy()
+    padded = ~inputs["region_mask"]
+    regions[padded] = np.random.default_rng(2).normal(5.0, 3.0, size=regions[padded].shape).astype(regions.dtype)
+    return {**inputs, "regions": regions}
 
 
 def run_standalone(folder: Path, tmp: Path) -> None:
@@ -70,6 +82,8 @@ def test_every_registry_config_exports_and_runs_without_lwnas(family, tmp_path):
         inputs = _inputs(model)
         np.savez(folder / f"{stem}.inputs.npz", **inputs)
         expected[stem] = _expected(model, inputs)
+        if "region_mask" in inputs:  # the same files, other features under the mask: the same outputs
+            np.savez(folder / f"{stem}@repadded.inputs.npz", **_repadded(inputs))
     assert expected
     run_standalone(folder, tmp_path)
     for stem, want in expected.items():
@@ -77,6 +91,11 @@ def test_every_registry_config_exports_and_runs_without_lwnas(family, tmp_path):
         for fmt in ("torch", "onnx"):
             assert got[fmt].shape == want.shape, (stem, fmt)
             np.testing.assert_allclose(got[fmt], want, atol=ATOL, rtol=RTOL, err_msg=f"{stem} ({fmt})")
+        if (folder / f"{stem}@repadded.outputs.npz").exists():
+            repadded = np.load(folder / f"{stem}@repadded.outputs.npz")
+            for fmt in ("torch", "onnx"):
+                np.testing.assert_allclose(repadded[fmt], got[fmt], atol=ATOL, rtol=RTOL,
+                                           err_msg=f"{stem} ({fmt}): padded regions changed the output")
 
 
 def test_export_failure_names_the_knob(tmp_path):

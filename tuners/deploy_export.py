@@ -35,16 +35,38 @@ class DeployExportError(LwnasError, ValueError):
     """A model that cannot be written in the asked format (the message names the knob and why)."""
 
 
-def input_names(model) -> list[str]:
-    """The names of ``forward``'s tensor arguments that ``example_inputs`` fills, in order."""
+def _takes_region_mask(model) -> bool:
+    """Region families take ``region_mask`` (True = a real region): byod region data pads images to R regions."""
+    return "region_mask" in inspect.signature(model.forward).parameters
+
+
+def export_inputs(model, batch: int) -> tuple:
+    """``example_inputs`` plus, for region families, an all-real ``region_mask`` (B, R) bool.
+
+    The mask is an input of the exported file, not a constant: a model trained on padded regions must see
+    the same padding when deployed, or its outputs for those images silently differ."""
+    import torch
+
+    inputs = tuple(model.example_inputs(batch=batch))
+    if not _takes_region_mask(model):
+        return inputs
+    regions = inputs[input_names(model, with_mask=False).index("regions")]
+    return (*inputs, torch.ones(regions.shape[:2], dtype=torch.bool))
+
+
+def input_names(model, with_mask: bool = True) -> list[str]:
+    """The names of ``forward``'s tensor arguments that the export fills, in order (``region_mask`` last)."""
     params = list(inspect.signature(model.forward).parameters)
-    return params[: len(model.example_inputs(batch=1))]
+    names = params[: len(model.example_inputs(batch=1))]
+    if with_mask and _takes_region_mask(model):
+        names.append("region_mask")  # forward's last argument in every region family
+    return names
 
 
 def metadata(config: ArchConfig, model, provenance: dict[str, Any]) -> str:
     """What a user of the artifact needs without lwnas: inputs (name, shape, dtype), configuration, origin."""
     inputs = [{"name": n, "shape": ["batch", *t.shape[1:]], "dtype": str(t.dtype).removeprefix("torch.")}
-              for n, t in zip(input_names(model), model.example_inputs(batch=1))]
+              for n, t in zip(input_names(model), export_inputs(model, batch=1))]
     return json.dumps({"format": "lwnas-deploy/1", "inputs": inputs, "config": config.to_dict(),
                        "provenance": provenance}, default=str)
 
@@ -111,7 +133,7 @@ def export_program(model, config: ArchConfig):
     import torch
 
     model = model.eval()
-    inputs = model.example_inputs(batch=2)  # batch 2: a size-1 example would be specialised to 1
+    inputs = export_inputs(model, batch=2)  # batch 2: a size-1 example would be specialised to 1
     tracked = _ModuleStack(model)
     try:
         with torch.no_grad(), tracked:
@@ -139,7 +161,7 @@ def write_onnx(model, config: ArchConfig, path: Path, provenance: dict[str, Any]
         raise DeployExportError("--format onnx needs the onnx and onnxscript packages: pip install onnx "
                                 "onnxscript onnxruntime") from None
     model = model.eval()
-    inputs = model.example_inputs(batch=2)
+    inputs = export_inputs(model, batch=2)
     tracked = _ModuleStack(model)
     try:
         with torch.no_grad(), warnings.catch_warnings(), tracked:

@@ -2,7 +2,7 @@
 
 Started as ``python -I -S run_artifacts.py DIR SITE...`` from a temporary folder: -S skips site-packages'
 .pth files, so lwnas's editable install is never on the path; only the given SITE folders are added.
-For each NAME.inputs.npz in DIR it runs NAME.pt2 (torch.export.load) and NAME.onnx (onnxruntime) and
+For each NAME.inputs.npz (or NAME@VARIANT.inputs.npz) in DIR it runs NAME.pt2 (torch.export.load) and NAME.onnx (onnxruntime) and
 writes NAME.outputs.npz with arrays ``torch`` and ``onnx``.
 """
 
@@ -25,15 +25,16 @@ import torch
 
 for inputs_file in sorted(folder.glob("*.inputs.npz")):
     name = inputs_file.name.removesuffix(".inputs.npz")
+    model = name.split("@")[0]  # NAME@VARIANT.inputs.npz: another input set for NAME's files
     arrays = np.load(inputs_file)
     # the artifact's own metadata names its inputs (lwnas.json), as a user without lwnas would read them
     extra = {"lwnas.json": ""}
-    program = torch.export.load(folder / f"{name}.pt2", extra_files=extra)
+    program = torch.export.load(folder / f"{model}.pt2", extra_files=extra)
     names = [i["name"] for i in json.loads(extra["lwnas.json"])["inputs"]]
     tensors = [torch.from_numpy(arrays[n]) for n in names]
     with torch.no_grad():
         from_torch = program.module()(*tensors).numpy()
-    session = onnxruntime.InferenceSession(str(folder / f"{name}.onnx"), providers=["CPUExecutionProvider"])
+    session = onnxruntime.InferenceSession(str(folder / f"{model}.onnx"), providers=["CPUExecutionProvider"])
     from_onnx = session.run(None, {i.name: arrays[i.name] for i in session.get_inputs()})[0]
     np.savez(folder / f"{name}.outputs.npz", torch=from_torch, onnx=from_onnx)
 print("ran", len(list(folder.glob("*.outputs.npz"))), "models")
