@@ -36,8 +36,16 @@ class DeployExportError(LwnasError, ValueError):
 
 
 def _takes_region_mask(model) -> bool:
-    """Region families take ``region_mask`` (True = a real region): byod region data pads images to R regions."""
-    return "region_mask" in inspect.signature(model.forward).parameters
+    """Region families take ``region_mask`` (True = a real region): byod region data pads images to R regions.
+
+    The files pass it positionally after ``example_inputs``, so it must be ``forward``'s next argument."""
+    params = list(inspect.signature(model.forward).parameters)
+    if "region_mask" not in params:
+        return False
+    if params.index("region_mask") != len(model.example_inputs(batch=1)):
+        raise DeployExportError(f"{type(model).__name__}.forward must take region_mask right after the inputs of "
+                                f"example_inputs to be exported, but its arguments are {params}")
+    return True
 
 
 def export_inputs(model, batch: int) -> tuple:
