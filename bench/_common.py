@@ -48,8 +48,10 @@ class LoadMonitor:
         self.load_start = os.getloadavg()[0]
         self.cpu0 = time.process_time()
         if self.before is not None and self.before > 0.2:
-            log(f"warning: other work used {self.before:.0%} of the {all_cores()} cores just before the start: "
-                f"timings are unreliable{'; --threads 1 is less affected' if threads > 1 else ''}")
+            log(
+                f"warning: other work used {self.before:.0%} of the {all_cores()} cores just before the start: "
+                f"timings are unreliable{'; --threads 1 is less affected' if threads > 1 else ''}"
+            )
 
     @staticmethod
     def _share(a, b, own_jiffies: float = 0.0) -> float | None:
@@ -60,9 +62,12 @@ class LoadMonitor:
 
     def report(self) -> dict:
         own = (time.process_time() - self.cpu0) * os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.0
-        return {"others_cpu_share_before_start": self.before,
-                "others_cpu_share_during_run": self._share(self.start, _cpu_times(), own),
-                "loadavg_1min_start": round(self.load_start, 2), "loadavg_1min_end": round(os.getloadavg()[0], 2)}
+        return {
+            "others_cpu_share_before_start": self.before,
+            "others_cpu_share_during_run": self._share(self.start, _cpu_times(), own),
+            "loadavg_1min_start": round(self.load_start, 2),
+            "loadavg_1min_end": round(os.getloadavg()[0], 2),
+        }
 
 
 def calibrate(fn, target_s: float) -> int:
@@ -75,9 +80,16 @@ def calibrate(fn, target_s: float) -> int:
 # The small digits study both overhead benches sweep (sweep_overhead.py, trial_overhead.py), so their
 # lwnas arms time the same trials.
 OVERHEAD_STUDY = {
-    "name": "overhead", "task": "digits", "objectives": ["accuracy", "params"],
+    "name": "overhead",
+    "task": "digits",
+    "objectives": ["accuracy", "params"],
     "tuner": {"sampler": "random", "seed": 0, "max_concurrent": 1, "cpus_per_trial": 1},
     "training": {"threads": 1, "batch_size": 64},
-    "space": {"d_model": {"choice": [16, 32]}, "heads": 4, "layers": 1,
-              "pooling": {"choice": ["mean", "attention"]}, "lr": {"float": [1.0e-3, 4.0e-3], "log": True}},
+    "space": {
+        "d_model": {"choice": [16, 32]},
+        "heads": 4,
+        "layers": 1,
+        "pooling": {"choice": ["mean", "attention"]},
+        "lr": {"float": [1.0e-3, 4.0e-3], "log": True},
+    },
 }

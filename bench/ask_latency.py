@@ -82,8 +82,12 @@ def one_cell(url: str, name: str, sampler: str, asks: int, limit: float) -> dict
             return {"first_ask_s": round(times[0], 3), "stopped": f"first ask over --cell-limit {limit:g} s"}
     rest = sorted(times[1:])
     p99 = rest[min(len(rest) - 1, math.ceil(0.99 * len(rest)) - 1)]
-    return {"first_ask_s": round(times[0], 3), "p50_ms": round(1000 * statistics.median(rest), 1),
-            "p99_ms": round(1000 * p99, 1), "asks": asks}
+    return {
+        "first_ask_s": round(times[0], 3),
+        "p50_ms": round(1000 * statistics.median(rest), 1),
+        "p99_ms": round(1000 * p99, 1),
+        "asks": asks,
+    }
 
 
 def main() -> None:
@@ -116,7 +120,9 @@ def main() -> None:
             for sampler in args.samplers.split(","):
                 log(f"{size} stored trials, {sampler}")
                 if sampler in stopped:  # it only gets slower with more trials
-                    out.append({"stored_trials": size, "sampler": sampler, "stopped": f"stopped at {stopped[sampler]:,}"})
+                    out.append(
+                        {"stored_trials": size, "sampler": sampler, "stopped": f"stopped at {stopped[sampler]:,}"}
+                    )
                     continue
                 try:
                     cell = one_cell(url, name, sampler, args.asks, args.cell_limit)

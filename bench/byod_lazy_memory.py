@@ -25,7 +25,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-
 from _common import HelpFormatter, log
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,9 +55,13 @@ def write_vqa(root: Path, images: int, regions: int, features: int) -> int:
     (root / "features").mkdir(parents=True)
     for i in range(1, images + 1):
         box = rng.uniform(0, 300, (regions, 2))
-        np.savez(root / "features" / f"COCO_train2014_{i:012d}.jpg.npz",
-                 x=rng.normal(size=(regions, features)).astype(np.float32),
-                 bbox=np.concatenate([box, box + 50], 1).astype(np.float32), image_w=640, image_h=480)
+        np.savez(
+            root / "features" / f"COCO_train2014_{i:012d}.jpg.npz",
+            x=rng.normal(size=(regions, features)).astype(np.float32),
+            bbox=np.concatenate([box, box + 50], 1).astype(np.float32),
+            image_w=640,
+            image_h=480,
+        )
     qid = 0
     for split, ids in (("train", range(1, int(images * 0.8) + 1)), ("val", range(int(images * 0.8) + 1, images + 1))):
         questions, annotations = [], []
@@ -66,16 +69,21 @@ def write_vqa(root: Path, images: int, regions: int, features: int) -> int:
             for text in ("is there a cat", "what colour is the car", "how many people are there"):
                 qid += 1
                 questions.append({"image_id": image, "question": text, "question_id": qid})
-                annotations.append({"question_id": qid, "answers": [{"answer": str(rng.choice(["yes", "no", "2"]))}
-                                                                    for _ in range(10)]})
+                annotations.append(
+                    {
+                        "question_id": qid,
+                        "answers": [{"answer": str(rng.choice(["yes", "no", "2"]))} for _ in range(10)],
+                    }
+                )
         (root / f"v2_OpenEnded_mscoco_{split}2014_questions.json").write_text(json.dumps({"questions": questions}))
         (root / f"v2_mscoco_{split}2014_annotations.json").write_text(json.dumps({"annotations": annotations}))
     return images * regions * features * 4
 
 
 def peak(data: Path, variant: str) -> int:
-    done = subprocess.run([sys.executable, "-c", CHILD, str(data), variant], cwd=ROOT, capture_output=True,
-                          text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(data), variant], cwd=ROOT, capture_output=True, text=True, check=True
+    )
     return int(done.stdout.strip().splitlines()[-1])
 
 
@@ -99,16 +107,25 @@ def main() -> None:
         train_rows = len(resolve_task("vqa", path=str(data)).load()["train"]["question"])
         results: dict[str, list[int]] = {"lazy": [], "eager": []}
         for r in range(args.repeats):
-            for variant in (("lazy", "eager") if r % 2 == 0 else ("eager", "lazy")):
+            for variant in ("lazy", "eager") if r % 2 == 0 else ("eager", "lazy"):
                 results[variant].append(peak(data, variant))
                 log(f"round {r + 1} {variant}: {results[variant][-1] / 2**20:.1f} MiB")
     mib = {k: [v / 2**20 for v in vals] for k, vals in results.items()}
     med = {k: statistics.median(v) for k, v in mib.items()}
-    print(json.dumps({
-        "feature_data_mib": size / 2**20, "train_rows": train_rows,
-        "peak_above_start_mib": {k: {"median": med[k], "min": min(v), "max": max(v), "runs": v} for k, v in mib.items()},
-        "eager_over_lazy": med["eager"] / med["lazy"] if med["lazy"] else None,
-        "args": vars(args)}, indent=2))
+    print(
+        json.dumps(
+            {
+                "feature_data_mib": size / 2**20,
+                "train_rows": train_rows,
+                "peak_above_start_mib": {
+                    k: {"median": med[k], "min": min(v), "max": max(v), "runs": v} for k, v in mib.items()
+                },
+                "eager_over_lazy": med["eager"] / med["lazy"] if med["lazy"] else None,
+                "args": vars(args),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -48,13 +48,19 @@ def main() -> None:
         for name, command in COMMANDS.items():  # interleaved: a burst of load hits all three alike
             times[name].append(timed(command))
     median = {name: round(statistics.median(t), 3) for name, t in times.items()}
-    print(json.dumps({
-        "runs": args.runs, "median_s": median,
-        "ratio_lwnas_help_over_python_pass": round(median["lwnas_help"] / median["python_pass"], 2),
-        "ratio_lwnas_help_over_import_torch": round(median["lwnas_help"] / median["python_import_torch"], 3),
-        "all_s": {name: [round(v, 3) for v in t] for name, t in times.items()},
-        "machine": monitor.report(),  # the measured processes are children: their CPU counts as "others"
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "runs": args.runs,
+                "median_s": median,
+                "ratio_lwnas_help_over_python_pass": round(median["lwnas_help"] / median["python_pass"], 2),
+                "ratio_lwnas_help_over_import_torch": round(median["lwnas_help"] / median["python_import_torch"], 3),
+                "all_s": {name: [round(v, 3) for v in t] for name, t in times.items()},
+                "machine": monitor.report(),  # the measured processes are children: their CPU counts as "others"
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -70,19 +70,24 @@ def main() -> None:
         stock_t.append(time.perf_counter() - t0)
 
     med = statistics.median
-    print(json.dumps({
-        "config": args.config,
-        "params": cost(config, memory=False).params,
-        "threads": args.threads,
-        "cost_seconds_first_call": round(cold, 3),
-        "cost_seconds_warm_median": round(med(full), 3),
-        "cost_seconds_without_memory_median": round(med(static), 3),
-        "peak_memory_ours_bytes": ours_peak,
-        "peak_memory_stock_memtracker_bytes": stock_peak,
-        "peak_memory_seconds_ours": round(med(ours_t), 3),
-        "peak_memory_seconds_stock_memtracker": round(med(stock_t), 3),
-        "stock_over_ours_time_ratio": round(med(stock_t) / med(ours_t), 2),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "config": args.config,
+                "params": cost(config, memory=False).params,
+                "threads": args.threads,
+                "cost_seconds_first_call": round(cold, 3),
+                "cost_seconds_warm_median": round(med(full), 3),
+                "cost_seconds_without_memory_median": round(med(static), 3),
+                "peak_memory_ours_bytes": ours_peak,
+                "peak_memory_stock_memtracker_bytes": stock_peak,
+                "peak_memory_seconds_ours": round(med(ours_t), 3),
+                "peak_memory_seconds_stock_memtracker": round(med(stock_t), 3),
+                "stock_over_ours_time_ratio": round(med(stock_t) / med(ours_t), 2),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -61,14 +61,21 @@ def components(url: str, name: str, repeats: int) -> dict[str, float]:
     load_cold, data = timed(cache.load)
     front_cold, _ = timed(lambda: plots.front_figure(data, "params", "accuracy").to_json())
     load_cached = statistics.median(timed(cache.load)[0] for _ in range(repeats))
-    front_again = statistics.median(timed(lambda: plots.front_figure(data, "params", "accuracy").to_json())[0]
-                                    for _ in range(repeats))
-    return {"load_cold_s": load_cold, "load_cached_s": load_cached, "front_figure_first_s": front_cold,
-            "front_figure_again_s": front_again, "front_trials": len(data.front())}
+    front_again = statistics.median(
+        timed(lambda: plots.front_figure(data, "params", "accuracy").to_json())[0] for _ in range(repeats)
+    )
+    return {
+        "load_cold_s": load_cold,
+        "load_cached_s": load_cached,
+        "front_figure_first_s": front_cold,
+        "front_figure_again_s": front_again,
+        "front_trials": len(data.front()),
+    }
 
 
 PLOT_DRAWN = """
-const plot = [...document.querySelectorAll('.js-plotly-plot')].find(p => (p.data || []).some(t => t.name === 'Pareto front'));
+const plot = [...document.querySelectorAll('.js-plotly-plot')]
+  .find(p => (p.data || []).some(t => t.name === 'Pareto front'));
 return plot ? plot.querySelectorAll('.scatterlayer .point').length + plot.querySelectorAll('canvas').length : 0;
 """
 
@@ -89,12 +96,22 @@ def browser_runs(url: str) -> dict[str, float]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     lwnas = str(Path(sys.executable).parent / "lwnas")  # the installed script, as a user starts it
-    server = subprocess.Popen([lwnas, "dashboard", "--storage", url, "--port", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    server = subprocess.Popen(
+        [lwnas, "dashboard", "--storage", url, "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     options = Options()
     options.binary_location = "/usr/bin/chromium"
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-dev-shm-usage", "--window-size=1500,1350"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-dev-shm-usage",
+        "--window-size=1500,1350",
+    ):
         options.add_argument(arg)
     driver = None
     try:
@@ -133,8 +150,11 @@ def main() -> None:
     parser.add_argument("--storage", help="reuse this storage (its study `bench-<trials>` is created once)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 300 trials, 1 cached run")
-    parser.add_argument("--browser", action="store_true",
-                        help="also time the page in headless Chromium (needs chromium, chromium-driver, selenium)")
+    parser.add_argument(
+        "--browser",
+        action="store_true",
+        help="also time the page in headless Chromium (needs chromium, chromium-driver, selenium)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.trials, args.repeats = 300, 1
@@ -168,14 +188,22 @@ def main() -> None:
             log("the page in headless Chromium: first visit after the server started, then a reload")
             parts.update(browser_runs(url))
     app_cached = statistics.median(cached)
-    print(json.dumps({
-        "trials": args.trials, "seed_study_s": round(seed_s, 1) if seed_s is not None else None,
-        "app_run_cold_s": round(cold, 3), "app_run_cached_s": round(app_cached, 3),
-        "app_run_cached_all_s": [round(c, 3) for c in cached],
-        "ratio_cold_over_cached": round(cold / app_cached, 1), "cached_under_3s": app_cached < 3.0,
-        **{k: round(v, 3) if isinstance(v, float) else v for k, v in parts.items()},
-        "machine": monitor.report(),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "trials": args.trials,
+                "seed_study_s": round(seed_s, 1) if seed_s is not None else None,
+                "app_run_cold_s": round(cold, 3),
+                "app_run_cached_s": round(app_cached, 3),
+                "app_run_cached_all_s": [round(c, 3) for c in cached],
+                "ratio_cold_over_cached": round(cold / app_cached, 1),
+                "cached_under_3s": app_cached < 3.0,
+                **{k: round(v, 3) if isinstance(v, float) else v for k, v in parts.items()},
+                "machine": monitor.report(),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -77,6 +77,7 @@ def refresh(url: str, name: str, new: int, repeats: int) -> tuple[dict, dict, di
     # a random sampler: NSGA-II would read every trial at each ask, which is not what is measured here
     writer = optuna.load_study(study_name=name, storage=storage, sampler=optuna.samplers.RandomSampler(seed=0))
     study_id = storage.get_study_id_from_name(name)
+
     def view() -> None:
         data = cache.load()
         _ = data.frame, data.front()
@@ -126,16 +127,22 @@ def one_size(url: str, trials: int, args) -> dict:
     write_s, _ = timed(lambda: seed_study(url, name=name, trials=trials, seed=0))
     try:
         log("optuna load_study(...).trials")
-        anchor = runs(lambda: optuna.load_study(study_name=name, storage=open_storage(url)).trials,
-                      min(args.repeats, args.optuna_repeats))
+        anchor = runs(
+            lambda: optuna.load_study(study_name=name, storage=open_storage(url)).trials,
+            min(args.repeats, args.optuna_repeats),
+        )
         log("bulk read, first view, status, refresh")
+
         def bulk():
             storage = open_storage(url)
             return TrialReader(storage, storage.get_study_id_from_name(name)).read()
+
         bulk_read = runs(bulk, args.repeats)
+
         def records():
             storage = open_storage(url)
             return RecordReader(storage, storage.get_study_id_from_name(name)).read()
+
         record_read = runs(records, args.repeats)
         view = runs(lambda: first_view(url, name), args.repeats)
         status_s = runs(lambda: status(url, name), args.repeats)
@@ -143,10 +150,20 @@ def one_size(url: str, trials: int, args) -> dict:
     finally:
         if args.storage:
             optuna.delete_study(study_name=name, storage=url)
-    return {"trials": trials, "write_s": round(write_s, 1), "optuna_load_trials_s": anchor, "bulk_read_s": bulk_read,
-            "bulk_read_speedup": round(anchor["median"] / bulk_read["median"], 1), "record_read_s": record_read,
-            "record_read_speedup": round(anchor["median"] / record_read["median"], 1), "first_view_s": view,
-            "status_s": status_s, "refresh_s": changed, "refresh_view_s": viewed, "refresh_unchanged_s": unchanged}
+    return {
+        "trials": trials,
+        "write_s": round(write_s, 1),
+        "optuna_load_trials_s": anchor,
+        "bulk_read_s": bulk_read,
+        "bulk_read_speedup": round(anchor["median"] / bulk_read["median"], 1),
+        "record_read_s": record_read,
+        "record_read_speedup": round(anchor["median"] / record_read["median"], 1),
+        "first_view_s": view,
+        "status_s": status_s,
+        "refresh_s": changed,
+        "refresh_view_s": viewed,
+        "refresh_unchanged_s": unchanged,
+    }
 
 
 def main() -> None:

@@ -41,13 +41,20 @@ from pathlib import Path
 from _common import HelpFormatter, LoadMonitor, log
 
 STUDY = {
-    "name": "throughput", "task": "digits", "objectives": ["accuracy", "params"],
+    "name": "throughput",
+    "task": "digits",
+    "objectives": ["accuracy", "params"],
     "tuner": {"sampler": "random", "seed": 0, "max_concurrent": 1, "cpus_per_trial": 1},
     "training": {"threads": 1, "batch_size": 64},
     "constraints": {"params": {"max": 150000}},  # as sweeps use them: a few points of this space break it
     "budget": {"trials": 1000000, "epochs": 5},
-    "space": {"d_model": {"choice": [16, 32, 64]}, "heads": {"choice": [2, 4]}, "layers": {"int": [1, 3]},
-              "pooling": {"choice": ["mean", "attention"]}, "lr": {"float": [1.0e-3, 4.0e-3], "log": True}},
+    "space": {
+        "d_model": {"choice": [16, 32, 64]},
+        "heads": {"choice": [2, 4]},
+        "layers": {"int": [1, 3]},
+        "pooling": {"choice": ["mean", "attention"]},
+        "lr": {"float": [1.0e-3, 4.0e-3], "log": True},
+    },
 }
 
 
@@ -64,8 +71,17 @@ def pct(values: list[float], q: float) -> float:
 
 
 def epoch_result(epoch: int, rng) -> dict:
-    return {"epoch": epoch, "val_accuracy": rng.random(), "train_loss": rng.random(), "epoch_time": 0.1,
-            "wall_time": 0.1 * epoch, "samples_per_s": 1000.0, "lr": 1e-3, "host": "bench", "node": "n0"}
+    return {
+        "epoch": epoch,
+        "val_accuracy": rng.random(),
+        "train_loss": rng.random(),
+        "epoch_time": 0.1,
+        "wall_time": 0.1 * epoch,
+        "samples_per_s": 1000.0,
+        "lr": 1e-3,
+        "host": "bench",
+        "node": "n0",
+    }
 
 
 def sweep_like_trials(study, static, n: int, epochs: int, seed: int) -> list:
@@ -91,28 +107,46 @@ def sweep_like_trials(study, static, n: int, epochs: int, seed: int) -> list:
         verdict = static.evaluate(config)
         record_seed = trial_seed(study.tuner.seed, number)
         training = trial_training(study, point.training, record_seed, study.tuner.cpus_per_trial)
-        record = TrialRecord(number=number, config=config.to_dict(), task=study.task, seed=record_seed,
-                             training=TrainSettings.from_dict(training).to_dict(), costs=verdict.costs)
+        record = TrialRecord(
+            number=number,
+            config=config.to_dict(),
+            task=study.task,
+            seed=record_seed,
+            training=TrainSettings.from_dict(training).to_dict(),
+            costs=verdict.costs,
+        )
         u = rng.random()
         used = epochs if u < 0.85 else int(rng.integers(1, epochs)) if u < 0.95 else int(rng.integers(0, epochs))
         attrs = {**keys.planned_attrs(record), keys.BUDGET_USED: used, keys.HOST: "bench", keys.NODE: "n0"}
         ticks = [epoch_result(e, rng) for e in range(1, used + 1)]
-        attrs.update({keys.epoch_key(r["epoch"]): {k: v for k, v in r.items() if k not in ("host", "node")}
-                      for r in ticks})
+        attrs.update(
+            {keys.epoch_key(r["epoch"]): {k: v for k, v in r.items() if k not in ("host", "node")} for r in ticks}
+        )
         if ticks:
             attrs[keys.WALL_TIME] = ticks[-1]["wall_time"]
         state, values = TrialState.FAIL, None
         if not verdict.feasible:
             state, values, outcome = TrialState.COMPLETE, [0.0, verdict.costs["params"]], "infeasible"
         elif u < 0.85:
-            state, values, outcome = TrialState.COMPLETE, [ticks[-1]["val_accuracy"], verdict.costs["params"]], "complete"
+            state, values, outcome = (
+                TrialState.COMPLETE,
+                [ticks[-1]["val_accuracy"], verdict.costs["params"]],
+                "complete",
+            )
         else:
             state, outcome = (TrialState.PRUNED, "pruned") if u < 0.95 else (TrialState.FAIL, "failed")
         attrs[keys.OUTCOME] = outcome
         constraints = {c.metric: c.violation(verdict.costs[c.metric]) for c in study.constraints}
-        frozen.append(optuna.trial.create_trial(
-            state=state, values=values, params=params, distributions={k: distributions[k] for k in params},
-            user_attrs=keys.plain(attrs), constraints=constraints))
+        frozen.append(
+            optuna.trial.create_trial(
+                state=state,
+                values=values,
+                params=params,
+                distributions={k: distributions[k] for k in params},
+                user_attrs=keys.plain(attrs),
+                constraints=constraints,
+            )
+        )
     return frozen
 
 
@@ -148,7 +182,9 @@ def no_ping(url: str):
     from tuners.storage import engine_kwargs, skip_commit_flush
 
     if not url.startswith("postgresql"):
-        raise SystemExit("--arms after_no_ping: only PostgreSQL pings (pool_pre_ping); use it with --backends postgresql")
+        raise SystemExit(
+            "--arms after_no_ping: only PostgreSQL pings (pool_pre_ping); use it with --backends postgresql"
+        )
     storage = optuna.storages.RDBStorage(url, engine_kwargs={**engine_kwargs(url), "pool_pre_ping": False})
     skip_commit_flush(storage.engine)
     return storage
@@ -182,8 +218,13 @@ def drop_study(url: str, name: str) -> None:
     if engine is not None:
         ids = select(t.trials.c.trial_id).where(t.trials.c.study_id == storage.get_study_id_from_name(name))
         with engine.begin() as conn:
-            for table in (t.trial_values, t.trial_params, t.trial_user_attributes, t.trial_system_attributes,
-                          t.trial_intermediate_values):
+            for table in (
+                t.trial_values,
+                t.trial_params,
+                t.trial_user_attributes,
+                t.trial_system_attributes,
+                t.trial_intermediate_values,
+            ):
                 conn.execute(delete(table).where(table.c.trial_id.in_(ids)))
             conn.execute(delete(t.trials).where(t.trials.c.trial_id.in_(ids)))
     optuna.delete_study(study_name=name, storage=storage)
@@ -301,26 +342,45 @@ class Driver:
         n, s = self.done, self.suggest_s
         self.storage.engine.dispose()
         return {
-            "arm": self.arm, "trials": n, "first_trial_s": round(self.startup_s, 2),
+            "arm": self.arm,
+            "trials": n,
+            "first_trial_s": round(self.startup_s, 2),
             "completed_trials_per_s": round(n / self.wall_s, 2),
             "epoch_records_per_s": round(n * self.epochs / self.results_s, 1),
-            "suggest_ms": {"p50": round(1e3 * pct(s, 0.5), 1), "p99": round(1e3 * pct(s, 0.99), 1),
-                           "mean": round(1e3 * statistics.fmean(s), 1)},
-            "per_trial_ms": {"optuna_ask": round(1e3 * self.ask.seconds / n, 1),
-                             "static_cost": round(1e3 * self.static.seconds / n, 1),
-                             "suggest_other": round(1e3 * (sum(s) - self.ask.seconds - self.static.seconds) / n, 1),
-                             "epoch_records": round(1e3 * self.results_s / n, 1),
-                             "complete": round(1e3 * self.complete_s / n, 1),
-                             "optuna_tell_in_complete": round(1e3 * self.tell.seconds / n, 1)},
-            "per_trial_sql": {"statements": round(self.traffic.statements / n, 1),
-                              "commits": round(self.traffic.commits / n, 1)},
+            "suggest_ms": {
+                "p50": round(1e3 * pct(s, 0.5), 1),
+                "p99": round(1e3 * pct(s, 0.99), 1),
+                "mean": round(1e3 * statistics.fmean(s), 1),
+            },
+            "per_trial_ms": {
+                "optuna_ask": round(1e3 * self.ask.seconds / n, 1),
+                "static_cost": round(1e3 * self.static.seconds / n, 1),
+                "suggest_other": round(1e3 * (sum(s) - self.ask.seconds - self.static.seconds) / n, 1),
+                "epoch_records": round(1e3 * self.results_s / n, 1),
+                "complete": round(1e3 * self.complete_s / n, 1),
+                "optuna_tell_in_complete": round(1e3 * self.tell.seconds / n, 1),
+            },
+            "per_trial_sql": {
+                "statements": round(self.traffic.statements / n, 1),
+                "commits": round(self.traffic.commits / n, 1),
+            },
             "driver_cache_rss_mib": round(self.startup_rss_mib, 1),
             "gc_ms_per_trial": round(1e3 * self.gc_s / n, 1),  # garbage collection inside the measured trials
         }
 
 
-def measure(study, static, url: str, name: str, arms: list[str], trials: int, epochs: int, seed: int,
-            block: int, profile: str | None = None) -> list[dict]:
+def measure(
+    study,
+    static,
+    url: str,
+    name: str,
+    arms: list[str],
+    trials: int,
+    epochs: int,
+    seed: int,
+    block: int,
+    profile: str | None = None,
+) -> list[dict]:
     """Drive ``trials`` synthetic trials per arm, the arms taking turns in blocks of ``block`` trials (the
     machine's load swings within minutes: alternating keeps it the same for both arms)."""
     import cProfile
@@ -342,18 +402,32 @@ def main() -> None:
     parser.add_argument("--samplers", nargs="+", default=["random", "nsga2"])
     parser.add_argument("--measure", type=int, default=200, help="trials driven per sampler and arm")
     parser.add_argument("--epochs", type=int, default=5, help="synthetic epochs per trial")
-    parser.add_argument("--postgres", default=os.environ.get("LWNAS_TEST_POSTGRES",
-                                                             "postgresql://postgres@127.0.0.1:5432/test"),
-                        help="a PostgreSQL database the bench may write studies to (env LWNAS_TEST_POSTGRES)")
-    parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS),
-                        help="before: six planned-record attributes, every commit flushed (lwnas until issue 15); "
-                             "after: one `plan` attribute, the driver's storage as `lwnas sweep` opens it now; "
-                             "after_no_ping (PostgreSQL): after without SQLAlchemy's pre-ping, a candidate")
-    parser.add_argument("--distinct", type=int, default=0,
-                        help="build this many distinct prefill trials and repeat them (0: every trial distinct)")
+    parser.add_argument(
+        "--postgres",
+        default=os.environ.get("LWNAS_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test"),
+        help="a PostgreSQL database the bench may write studies to (env LWNAS_TEST_POSTGRES)",
+    )
+    parser.add_argument(
+        "--arms",
+        nargs="+",
+        default=list(ARMS),
+        choices=list(ARMS),
+        help="before: six planned-record attributes, every commit flushed (lwnas until issue 15); "
+        "after: one `plan` attribute, the driver's storage as `lwnas sweep` opens it now; "
+        "after_no_ping (PostgreSQL): after without SQLAlchemy's pre-ping, a candidate",
+    )
+    parser.add_argument(
+        "--distinct",
+        type=int,
+        default=0,
+        help="build this many distinct prefill trials and repeat them (0: every trial distinct)",
+    )
     parser.add_argument("--block", type=int, default=5, help="trials an arm drives before the other takes its turn")
-    parser.add_argument("--profile", metavar="PREFIX",
-                        help="write a cProfile of each arm's measured trials to PREFIX-BACKEND-SIZE-SAMPLER-ARM.prof")
+    parser.add_argument(
+        "--profile",
+        metavar="PREFIX",
+        help="write a cProfile of each arm's measured trials to PREFIX-BACKEND-SIZE-SAMPLER-ARM.prof",
+    )
     args = parser.parse_args()
 
     import optuna
@@ -381,26 +455,50 @@ def main() -> None:
                 fill_s = prefill(storage, name, base, static, size, args.epochs, seed=size, distinct=args.distinct)
                 storage.engine.dispose()
                 for sampler in args.samplers:
-                    study = study_from_dict({**spec, "name": name, "tuner": {**spec["tuner"], "sampler": sampler}},
-                                            task_family=task_family)
+                    study = study_from_dict(
+                        {**spec, "name": name, "tuner": {**spec["tuner"], "sampler": sampler}}, task_family=task_family
+                    )
                     log(f"{backend}, {size} stored: {args.measure} trials with {sampler} per arm")
                     load = os.getloadavg()[0]
                     profile = args.profile and f"{args.profile}-{backend}-{size}-{sampler}"
-                    for row in measure(study, static, url, name, args.arms, args.measure, args.epochs, seed=size,
-                                       block=args.block, profile=profile):
-                        results.append({"backend": backend, "stored_trials": size, "prefill_s": round(fill_s, 1),
-                                        **row, "load_1min": [round(load, 1), round(os.getloadavg()[0], 1)]})
+                    for row in measure(
+                        study,
+                        static,
+                        url,
+                        name,
+                        args.arms,
+                        args.measure,
+                        args.epochs,
+                        seed=size,
+                        block=args.block,
+                        profile=profile,
+                    ):
+                        results.append(
+                            {
+                                "backend": backend,
+                                "stored_trials": size,
+                                "prefill_s": round(fill_s, 1),
+                                **row,
+                                "load_1min": [round(load, 1), round(os.getloadavg()[0], 1)],
+                            }
+                        )
                         log(json.dumps(results[-1]))
                 if backend == "postgresql":
                     t0 = time.perf_counter()
                     drop_study(url, name)
                     log(f"deleted the study in {time.perf_counter() - t0:.1f} s")
-    print(json.dumps({
-        "epochs_per_trial": args.epochs, "measured_trials_per_sampler": args.measure,
-        "results": results,
-        "driver_peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "machine": monitor.report(),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "epochs_per_trial": args.epochs,
+                "measured_trials_per_sampler": args.measure,
+                "results": results,
+                "driver_peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                "machine": monitor.report(),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

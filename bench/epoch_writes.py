@@ -23,8 +23,15 @@ from _common import HelpFormatter, LoadMonitor, log
 
 
 def epoch_metrics(epoch: int) -> dict:
-    return {"epoch": epoch, "val_accuracy": 0.5 + epoch * 1e-4, "train_loss": 1.0 / epoch, "lr": 1e-3,
-            "epoch_time": 1.25, "wall_time": 1.25 * epoch, "samples_per_s": 1234.5}
+    return {
+        "epoch": epoch,
+        "val_accuracy": 0.5 + epoch * 1e-4,
+        "train_loss": 1.0 / epoch,
+        "lr": 1e-3,
+        "epoch_time": 1.25,
+        "wall_time": 1.25 * epoch,
+        "samples_per_s": 1234.5,
+    }
 
 
 def write(storage, study_id: int, epochs: int, layout: str) -> tuple[float, int, list]:
@@ -68,12 +75,21 @@ def main() -> None:
                     times[layout].append(seconds)
                     sizes[layout] = written
             ratios = [old / new for old, new in zip(times["whole-list"], times["per-key"])]
-            results.append({
-                "epochs": epochs, "bytes_written": sizes,
-                "write_s": {k: {"median": round(statistics.median(v), 4), "min": round(min(v), 4),
-                                "max": round(max(v), 4)} for k, v in times.items()},
-                "ratio_whole_list_over_per_key": {"median": round(statistics.median(ratios), 2),
-                                                  "min": round(min(ratios), 2), "max": round(max(ratios), 2)}})
+            results.append(
+                {
+                    "epochs": epochs,
+                    "bytes_written": sizes,
+                    "write_s": {
+                        k: {"median": round(statistics.median(v), 4), "min": round(min(v), 4), "max": round(max(v), 4)}
+                        for k, v in times.items()
+                    },
+                    "ratio_whole_list_over_per_key": {
+                        "median": round(statistics.median(ratios), 2),
+                        "min": round(min(ratios), 2),
+                        "max": round(max(ratios), 2),
+                    },
+                }
+            )
     print(json.dumps({"results": results, "machine": monitor.report()}, indent=2))
 
 

@@ -66,22 +66,33 @@ def box_relation(gen: torch.Generator, images: int = 64) -> dict:
     x0, y0, x1, y1 = boxes.unbind(-1)
     w, h = x1 - x0 + 1.0, y1 - y0 + 1.0
     cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-    ours_numbers = torch.stack([
-        torch.log(((cx[:, :, None] - cx[:, None, :]).abs() / w[:, :, None]).clamp(min=1e-3)),
-        torch.log(((cy[:, :, None] - cy[:, None, :]).abs() / h[:, :, None]).clamp(min=1e-3)),
-        torch.log(w[:, :, None] / w[:, None, :]), torch.log(h[:, :, None] / h[:, None, :])], -1)
+    ours_numbers = torch.stack(
+        [
+            torch.log(((cx[:, :, None] - cx[:, None, :]).abs() / w[:, :, None]).clamp(min=1e-3)),
+            torch.log(((cy[:, :, None] - cy[:, None, :]).abs() / h[:, :, None]).clamp(min=1e-3)),
+            torch.log(w[:, :, None] / w[:, None, :]),
+            torch.log(h[:, :, None] / h[:, None, :]),
+        ],
+        -1,
+    )
     assert torch.allclose(sinusoid(ours_numbers), ours)  # the recomputation is lwnas's embedding
-    return {"boxes": f"{images} images x 20 boxes, corners U(0, 0.6), sides U(0.01, 0.4)",
-            "max_abs_diff_geometry_numbers": (ours_numbers - paper_numbers).abs().amax().item(),
-            "max_abs_diff_embedding": (ours - sinusoid(paper_numbers)).abs().amax().item()}
+    return {
+        "boxes": f"{images} images x 20 boxes, corners U(0, 0.6), sides U(0.01, 0.4)",
+        "max_abs_diff_geometry_numbers": (ours_numbers - paper_numbers).abs().amax().item(),
+        "max_abs_diff_embedding": (ours - sinusoid(paper_numbers)).abs().amax().item(),
+    }
 
 
 def coupled_scale(gen: torch.Generator, c: int = 64) -> dict:
     q, k, v = (torch.randn(8, 4, 64, c, generator=gen, dtype=torch.float64) for _ in range(3))
     quarter = CoupledAttention((8, 8), coupled_scale="quarter")(q, k, v)
     half = CoupledAttention((8, 8), coupled_scale="half")(q, k, v)
-    return {"head_size": c, "temperature_factor": c**0.25, "grid": [8, 8],
-            "max_abs_diff_output": (quarter - half).abs().amax().item()}
+    return {
+        "head_size": c,
+        "temperature_factor": c**0.25,
+        "grid": [8, 8],
+        "max_abs_diff_output": (quarter - half).abs().amax().item(),
+    }
 
 
 def layer_norm(gen: torch.Generator) -> dict:
@@ -91,8 +102,7 @@ def layer_norm(gen: torch.Generator) -> dict:
         mean = x.mean(-1, keepdim=True)
         authors = (x - mean) / (x.std(-1, keepdim=True) + 1e-6)  # unbiased std, eps on the std
         ours = nn.functional.layer_norm(x, (d,), eps=1e-5)
-        out[f"d={d}"] = {"max_abs_diff": (authors - ours).abs().amax().item(),
-                         "relative_scale": math.sqrt((d - 1) / d)}
+        out[f"d={d}"] = {"max_abs_diff": (authors - ours).abs().amax().item(), "relative_scale": math.sqrt((d - 1) / d)}
     return out
 
 
@@ -108,8 +118,7 @@ def authors_digit_count(words: int, base: int) -> int:
 def radix_digits() -> list[dict]:
     table6 = [(10001, v) for v in (256, 512, 768, 1024)]  # the paper's vocabulary at every v of its Table 6
     cases = [*table6, (256**2, 256), (768**2, 768), (512, 512), (1000, 10)]
-    return [{"words": n, "base": v, "lwnas": digits_for(n, v), "authors": authors_digit_count(n, v)}
-            for n, v in cases]
+    return [{"words": n, "base": v, "lwnas": digits_for(n, v), "authors": authors_digit_count(n, v)} for n, v in cases]
 
 
 def sketch_batchnorm(gen: torch.Generator) -> dict:
@@ -119,9 +128,12 @@ def sketch_batchnorm(gen: torch.Generator) -> dict:
     lengths = [10, 7, 5, 3, 8, 2]
     mask = torch.arange(10)[None, :] < torch.tensor(lengths)[:, None]
     batch = pool(x, mask)
-    per_item = torch.cat([pool(x[i:i + 1, :n]) for i, n in enumerate(lengths)])
-    return {"batch": "6 items, 2-10 real tokens of width 32, N=4, K=8, D=8",
-            "max_abs_diff": (batch - per_item).abs().amax().item(), "max_abs_value": batch.abs().amax().item()}
+    per_item = torch.cat([pool(x[i : i + 1, :n]) for i, n in enumerate(lengths)])
+    return {
+        "batch": "6 items, 2-10 real tokens of width 32, N=4, K=8, D=8",
+        "max_abs_diff": (batch - per_item).abs().amax().item(),
+        "max_abs_value": batch.abs().amax().item(),
+    }
 
 
 def main() -> None:
@@ -134,10 +146,15 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     gen = torch.Generator().manual_seed(args.seed)
     with torch.no_grad():
-        result = {"seed": args.seed, "quick": args.quick, "box_relation": box_relation(gen, 4 if args.quick else 64),
-                  "coupled_scale": coupled_scale(gen),
-                  "layer_norm": layer_norm(gen), "radix_digits": radix_digits(),
-                  "sketch_batchnorm": sketch_batchnorm(gen)}
+        result = {
+            "seed": args.seed,
+            "quick": args.quick,
+            "box_relation": box_relation(gen, 4 if args.quick else 64),
+            "coupled_scale": coupled_scale(gen),
+            "layer_norm": layer_norm(gen),
+            "radix_digits": radix_digits(),
+            "sketch_batchnorm": sketch_batchnorm(gen),
+        }
     print(json.dumps(result, indent=2))
 
 

@@ -64,14 +64,20 @@ def run_sweep(study_file: Path, storage: str, cache: Path, timeout: float) -> fl
     out = study_file.with_suffix(".log")
     t0 = time.perf_counter()
     with open(out, "wb") as sink:
-        proc = subprocess.Popen([LWNAS, "sweep", str(study_file), "--storage", storage], cwd=study_file.parent,
-                                env=env, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [LWNAS, "sweep", str(study_file), "--storage", storage],
+            cwd=study_file.parent,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     try:
         rc = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_session(proc.pid)
-        raise SystemExit(f"`lwnas sweep {study_file.name}` ran past {timeout} s; its log: {out}")
+        raise SystemExit(f"`lwnas sweep {study_file.name}` ran past {timeout} s; its log: {out}") from None
     if rc != 0:
         log(out.read_text(errors="replace")[-4000:])
         raise SystemExit(f"`lwnas sweep {study_file.name}` exited {rc}")
@@ -85,7 +91,7 @@ def kill_session(sid: int) -> None:
             stat = Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue
-        if int(stat[stat.rindex(")") + 2:].split()[3]) == sid:
+        if int(stat[stat.rindex(")") + 2 :].split()[3]) == sid:
             try:
                 os.kill(int(entry), signal.SIGKILL)
             except ProcessLookupError:
@@ -106,22 +112,34 @@ def stability(trials: Sequence, names: Sequence[str], directions: Sequence[str],
     mean_front = pareto_front_groups(groups, directions)
     on_mean_front = {g.number for g in mean_front}
 
-    members = [{"trial": g.number, "seeds": g.seeds, "single_seed": g.members[0].values[metric],
-                "mean": g.record.values[metric], "std": g.std[metric], "on_seed_mean_front": g.number in on_mean_front}
-               for g in single_front]
+    members = [
+        {
+            "trial": g.number,
+            "seeds": g.seeds,
+            "single_seed": g.members[0].values[metric],
+            "mean": g.record.values[metric],
+            "std": g.std[metric],
+            "on_seed_mean_front": g.number in on_mean_front,
+        }
+        for g in single_front
+    ]
     confirmed = [m for m in members if m["seeds"] >= front_seeds]
     fell = [m for m in confirmed if not m["on_seed_mean_front"]]
     stds = [g.std[metric] for g in mean_front if g.seeds > 1]
     ordered = sorted(g.record.values[metric] for g in mean_front)
     return {
         "metric": names[metric],
-        "points": len(groups), "repeat_trials": sum(g.seeds - 1 for g in groups),
-        "single_seed_front": len(members), "confirmed": len(confirmed), "fell_off": len(fell),
+        "points": len(groups),
+        "repeat_trials": sum(g.seeds - 1 for g in groups),
+        "single_seed_front": len(members),
+        "confirmed": len(confirmed),
+        "fell_off": len(fell),
         "fell_off_fraction": round(len(fell) / len(confirmed), 3) if confirmed else None,
         "not_confirmed": len(members) - len(confirmed),
         "seed_mean_front": len(mean_front),
         "joined": sorted(on_mean_front - {g.number for g in single_front}),  # on the mean front only
-        "front_seed_std": _spread(stds), "pooled_std": _round(pooled_std(groups, metric)),
+        "front_seed_std": _spread(stds),
+        "pooled_std": _round(pooled_std(groups, metric)),
         "front_neighbour_gap": _spread([b - a for a, b in zip(ordered, ordered[1:])]),
         "single_seed_front_members": [{k: _round(v) for k, v in m.items()} for m in members],
     }
@@ -134,8 +152,12 @@ def _round(value):
 def _spread(values: Sequence[float]) -> dict | None:
     if not values:
         return None
-    return {"n": len(values), "median": _round(statistics.median(values)), "min": _round(min(values)),
-            "max": _round(max(values))}
+    return {
+        "n": len(values),
+        "median": _round(statistics.median(values)),
+        "min": _round(min(values)),
+        "max": _round(max(values)),
+    }
 
 
 def summary(runs: Sequence[dict]) -> dict:
@@ -146,13 +168,17 @@ def summary(runs: Sequence[dict]) -> dict:
         confirmed = sum(r["confirmed"] for r in mine)
         fell = sum(r["fell_off"] for r in mine)
         fractions = [r["fell_off_fraction"] for r in mine if r["fell_off_fraction"] is not None]
-        out[task] = {"studies": len(mine), "confirmed": confirmed, "fell_off": fell,
-                     "fell_off_fraction": round(fell / confirmed, 3) if confirmed else None,
-                     "per_study_fraction": fractions,
-                     "front_seed_std_median": [r["front_seed_std"]["median"] if r["front_seed_std"] else None
-                                               for r in mine],
-                     "front_neighbour_gap_median": [r["front_neighbour_gap"]["median"]
-                                                    if r["front_neighbour_gap"] else None for r in mine]}
+        out[task] = {
+            "studies": len(mine),
+            "confirmed": confirmed,
+            "fell_off": fell,
+            "fell_off_fraction": round(fell / confirmed, 3) if confirmed else None,
+            "per_study_fraction": fractions,
+            "front_seed_std_median": [r["front_seed_std"]["median"] if r["front_seed_std"] else None for r in mine],
+            "front_neighbour_gap_median": [
+                r["front_neighbour_gap"]["median"] if r["front_neighbour_gap"] else None for r in mine
+            ],
+        }
     return out
 
 
@@ -169,8 +195,7 @@ def measure(task: str, seed: int, args: argparse.Namespace, folder: Path) -> dic
     wall = run_sweep(study_file, storage, folder / "cache", args.sweep_timeout)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     ot = optuna.load_study(study_name=study["name"], storage=storage)
-    result = stability(ot.get_trials(deepcopy=False), ot.metric_names, direction_names(ot.directions),
-                       args.front_seeds)
+    result = stability(ot.get_trials(deepcopy=False), ot.metric_names, direction_names(ot.directions), args.front_seeds)
     return {"task": task, "study_seed": seed, "sweep_wall_s": round(wall, 1), **result}
 
 
@@ -180,19 +205,27 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=14, help="trial budget of each sweep (repeats included)")
     parser.add_argument("--epochs", type=int, default=2, help="training epochs of each trial")
     parser.add_argument("--front-seeds", type=int, default=3, help="the studies' budget.front_seeds")
-    parser.add_argument("--study-seeds", default="0,100",
-                        help="comma-separated tuner seeds, one sweep per task each (trial seeds are study seed + "
-                             "trial number: keep them apart by more than --trials)")
+    parser.add_argument(
+        "--study-seeds",
+        default="0,100",
+        help="comma-separated tuner seeds, one sweep per task each (trial seeds are study seed + "
+        "trial number: keep them apart by more than --trials)",
+    )
     parser.add_argument("--max-concurrent", type=int, default=2, help="trials a sweep trains at once")
     parser.add_argument("--shapes-train-size", type=int, default=2000, help="shapes-vqa training examples")
     parser.add_argument("--sweep-timeout", type=float, default=900, help="seconds one sweep may take")
-    parser.add_argument("--out", type=Path, help="keep the study files, logs and SQLite storage here "
-                                                 "(`lwnas status NAME --storage sqlite:///OUT/studies.db`)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="keep the study files, logs and SQLite storage here "
+        "(`lwnas status NAME --storage sqlite:///OUT/studies.db`)",
+    )
     args = parser.parse_args()
     unknown = set(args.tasks.split(",")) - {"digits", "shapes-vqa"}
     if unknown:
-        parser.error(f"--tasks: {', '.join(sorted(unknown))} not among the tasks this bench sweeps "
-                     "(digits, shapes-vqa)")
+        parser.error(
+            f"--tasks: {', '.join(sorted(unknown))} not among the tasks this bench sweeps (digits, shapes-vqa)"
+        )
 
     monitor = LoadMonitor(threads=1)
     runs = []
@@ -203,8 +236,17 @@ def main() -> None:
             for task in args.tasks.split(","):
                 runs.append(measure(task, seed, args, folder.resolve()))
                 log(json.dumps({k: v for k, v in runs[-1].items() if k != "single_seed_front_members"}))
-    print(json.dumps({"settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-                      "summary": summary(runs), "runs": runs, "machine": monitor.report()}, indent=2))
+    print(
+        json.dumps(
+            {
+                "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+                "summary": summary(runs),
+                "runs": runs,
+                "machine": monitor.report(),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

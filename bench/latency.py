@@ -41,11 +41,17 @@ FAMILY_SIZES = {
     "retrieval": dict(vocab_size=500, region_features=64, image_regions=20, caption_tokens=12),
 }
 # widths x knobs: plain widths (where MAdds and latency should agree) and the knobs where they may not
-WIDTHS = [dict(d_model=64, heads=4, layers=2), dict(d_model=128, heads=4, layers=2), dict(d_model=128, heads=8, layers=4)]
+WIDTHS = [
+    dict(d_model=64, heads=4, layers=2),
+    dict(d_model=128, heads=4, layers=2),
+    dict(d_model=128, heads=8, layers=4),
+]
 KNOBS = {
-    "base": {}, "g_mha+g_ffn k4": dict(groups=4, g_mha=True, g_ffn=True),
+    "base": {},
+    "g_mha+g_ffn k4": dict(groups=4, g_mha=True, g_ffn=True),
     "ws k4": dict(groups=4, g_mha=True, g_ffn=True, weight_sharing=True),
-    "albert": dict(layer_sharing="(0x{layers})"), "attn kv": dict(attention_sharing="kv"),
+    "albert": dict(layer_sharing="(0x{layers})"),
+    "attn kv": dict(attention_sharing="kv"),
 }
 SPECIFIC = {
     "encoder": {"coupled": dict(attention="coupled"), "sketch": dict(pooling="sketch", sketch_n=4, sketch_k=16)},
@@ -62,8 +68,9 @@ def configurations(family: str, limit: int) -> dict[str, ArchConfig]:
         for name, k in knobs.items():
             k = {key: (v.format(**width) if isinstance(v, str) else v) for key, v in k.items()}
             label = f"d{width['d_model']} h{width['heads']} L{width['layers']} {name}"
-            out[label] = ArchConfig(family=family, d_ff=2 * width["d_model"], dropout=0.0,
-                                    **{**width, **FAMILY_SIZES[family], **k})
+            out[label] = ArchConfig(
+                family=family, d_ff=2 * width["d_model"], dropout=0.0, **{**width, **FAMILY_SIZES[family], **k}
+            )
     return dict(list(out.items())[:limit])
 
 
@@ -92,11 +99,23 @@ def family_report(family: str, limit: int, batches: list[int], device: str, thre
             "spearman_pass1_vs_pass2": round(float(spearmanr(a, b).statistic), 3),
             "spearman_madds_vs_latency": round(float(spearmanr(m, a).statistic), 3),
             "median_cv": round(statistics.median([first[n].cv for n in names] + [second[n].cv for n in names]), 3),
-            "most_off_madds": {n: {"ms": round((first[n].ms + second[n].ms) / 2, 3), "madds": madds[n] * batch,
-                                   "latency_per_madd_vs_family_median": round(per_madd[n] / typical, 2)}
-                               for n in outliers},
-            "rows": {n: {"ms_pass1": round(first[n].ms, 3), "ms_pass2": round(second[n].ms, 3),
-                         "cv_pass1": round(first[n].cv, 3), "madds": madds[n] * batch} for n in names},
+            "most_off_madds": {
+                n: {
+                    "ms": round((first[n].ms + second[n].ms) / 2, 3),
+                    "madds": madds[n] * batch,
+                    "latency_per_madd_vs_family_median": round(per_madd[n] / typical, 2),
+                }
+                for n in outliers
+            },
+            "rows": {
+                n: {
+                    "ms_pass1": round(first[n].ms, 3),
+                    "ms_pass2": round(second[n].ms, 3),
+                    "cv_pass1": round(first[n].cv, 3),
+                    "madds": madds[n] * batch,
+                }
+                for n in names
+            },
         }
     return out
 
@@ -111,10 +130,14 @@ def main() -> None:
     args = parser.parse_args()
     batches = [int(b) for b in args.batch.split(",")]
     monitor = LoadMonitor(args.threads)
-    report = {"device": measure_latency(build_model(configurations("encoder", 1)["d64 h4 L2 base"]), 1,
-                                        args.device, args.threads).device,
-              "families": {f: family_report(f, args.per_family, batches, args.device, args.threads)
-                           for f in args.families.split(",")}}
+    report = {
+        "device": measure_latency(
+            build_model(configurations("encoder", 1)["d64 h4 L2 base"]), 1, args.device, args.threads
+        ).device,
+        "families": {
+            f: family_report(f, args.per_family, batches, args.device, args.threads) for f in args.families.split(",")
+        },
+    }
     report["machine"] = monitor.report()
     json.dump(report, sys.stdout, indent=2)
     sys.stdout.write("\n")

@@ -43,8 +43,9 @@ from _common import HelpFormatter, LoadMonitor, all_cores, calibrate, log  # noq
 from searchspace import ArchConfig, build_model  # noqa: E402
 from trainers import cost  # noqa: E402
 
-BASE = ArchConfig(family="mcan", d_model=512, d_ff=2048, heads=8, layers=6, dropout=0.0,
-                  question_tokens=14, image_regions=100)
+BASE = ArchConfig(
+    family="mcan", d_model=512, d_ff=2048, heads=8, layers=6, dropout=0.0, question_tokens=14, image_regions=100
+)
 LW_1X = BASE.replace(groups=2, g_mha=True, g_ffn=True, weight_sharing=True)
 
 
@@ -72,7 +73,7 @@ def interleaved(fns: dict[str, Callable[[], object]], repeats: int, number: int)
     names = list(fns)
     samples = {n: [] for n in names}
     for r in range(repeats):
-        for name in (names if r % 2 == 0 else names[::-1]):
+        for name in names if r % 2 == 0 else names[::-1]:
             fn = fns[name]
             t0 = time.perf_counter()
             for _ in range(number):
@@ -81,18 +82,24 @@ def interleaved(fns: dict[str, Callable[[], object]], repeats: int, number: int)
     return samples
 
 
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     parser.add_argument("--batch-sizes", default="1,8", help="comma-separated batch sizes")
     parser.add_argument("--repeats", type=int, default=7, help="timed samples per model (median reported)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed calls per model and batch size")
-    parser.add_argument("--sample-seconds", type=float, default=0.3,
-                        help="target duration of one sample; sets the calls averaged per sample")
+    parser.add_argument(
+        "--sample-seconds",
+        type=float,
+        default=0.3,
+        help="target duration of one sample; sets the calls averaged per sample",
+    )
     parser.add_argument("--threads", type=int, default=all_cores(), help="torch.set_num_threads; default: all cores")
     parser.add_argument("--seed", type=int, default=0, help="torch.manual_seed")
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke run: batch 1, 3 encoder + 3 decoder layers, 2 samples, 1 warm-up call")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: batch 1, 3 encoder + 3 decoder layers, 2 samples, 1 warm-up call",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -110,8 +117,11 @@ def main() -> None:
     for name, cfg in (("base", base_cfg), ("lw", lw_cfg)):
         report = cost(cfg, memory=False)
         br = report.madds_breakdown
-        madds[name] = {"layers": br["encoder"] + br["decoder"], "total": report.madds,
-                       "params_layers": report.params_breakdown["encoder"] + report.params_breakdown["decoder"]}
+        madds[name] = {
+            "layers": br["encoder"] + br["decoder"],
+            "total": report.madds,
+            "params_layers": report.params_breakdown["encoder"] + report.params_breakdown["decoder"],
+        }
     madds_ratio = madds["base"]["layers"] / madds["lw"]["layers"]
     madds_ratio_total = madds["base"]["total"] / madds["lw"]["total"]
 
@@ -123,14 +133,19 @@ def main() -> None:
             regions = torch.randn(batch, base_cfg.image_regions, base_cfg.region_features)
             base, lw = models["base"], models["lw"]
             # order: each base/lw pair runs back to back (the order reverses every round)
-            fns = {"base_layers": layers_fn(base, question, regions), "lw_layers": layers_fn(lw, question, regions),
-                   "base_full": lambda: base(question, regions), "lw_full": lambda: lw(question, regions)}
+            fns = {
+                "base_layers": layers_fn(base, question, regions),
+                "lw_layers": layers_fn(lw, question, regions),
+                "base_full": lambda base=base, question=question, regions=regions: base(question, regions),
+                "lw_full": lambda lw=lw, question=question, regions=regions: lw(question, regions),
+            }
             # sanity: the layers path is the same computation MCAN.forward does
             for name, model in models.items():
                 q, x = fns[f"{name}_layers"]()
                 ref = model(question, regions)
-                fused = (model.proj_question(model.pool_question(q, question != 0))
-                         + model.proj_image(model.pool_image(x)))
+                fused = model.proj_question(model.pool_question(q, question != 0)) + model.proj_image(
+                    model.pool_image(x)
+                )
                 assert torch.allclose(model.classifier(model.norm(fused)), ref, atol=1e-4), "layers path diverges"
             for fn in fns.values():
                 for _ in range(warmup):
@@ -141,8 +156,10 @@ def main() -> None:
             med = {k: statistics.median(v) for k, v in samples.items()}
             # per-round paired ratios: both sides of a pair ran back to back, so slow spells of a
             # shared machine cancel in the ratio better than in the ratio of medians
-            paired = {part: statistics.median(b / l for b, l in zip(samples[f"base_{part}"], samples[f"lw_{part}"]))
-                      for part in ("layers", "full")}
+            paired = {
+                part: statistics.median(b / w for b, w in zip(samples[f"base_{part}"], samples[f"lw_{part}"]))
+                for part in ("layers", "full")
+            }
             speed = {part: med[f"base_{part}"] / med[f"lw_{part}"] for part in ("layers", "full")}
             row = {
                 "batch": batch,
@@ -159,32 +176,39 @@ def main() -> None:
                 "speedup_full_ratio_of_medians": round(speed["full"], 3),
                 "efficiency_layers_ratio_of_medians": round(speed["layers"] / madds_ratio, 3),
             }
-            log(f"batch {batch}: layers base {row['latency_ms']['base_layers']} ms, "
+            log(
+                f"batch {batch}: layers base {row['latency_ms']['base_layers']} ms, "
                 f"lw {row['latency_ms']['lw_layers']} ms -> speedup {row['speedup_layers']}, "
-                f"efficiency {row['efficiency_layers']}")
+                f"efficiency {row['efficiency_layers']}"
+            )
             results.append(row)
 
-    print(json.dumps({
-        "benchmark": "latency_lw_vs_mcan",
-        "base": "MCAN baseline (LW-Transformer Table II row 1)",
-        "lw": "LW-Transformer 1x: G-MHA + G-FFN + WS, k=2",
-        "quick": args.quick,
-        "config_base": base_cfg.to_dict(),
-        "config_lw": lw_cfg.to_dict(),
-        "threads": args.threads,
-        "machine_load": monitor.report(),
-        "torch": torch.__version__,
-        "repeats": repeats,
-        "madds_layers": {"base": madds["base"]["layers"], "lw": madds["lw"]["layers"]},
-        "madds_total": {"base": madds["base"]["total"], "lw": madds["lw"]["total"]},
-        "madds_ratio_layers": round(madds_ratio, 3),
-        "madds_ratio_total": round(madds_ratio_total, 3),
-        "params_layers": {"base": madds["base"]["params_layers"], "lw": madds["lw"]["params_layers"]},
-        "results": results,
-        "note": "speedup_* = median over rounds of t_base / t_lw (paired, same round); "
+    print(
+        json.dumps(
+            {
+                "benchmark": "latency_lw_vs_mcan",
+                "base": "MCAN baseline (LW-Transformer Table II row 1)",
+                "lw": "LW-Transformer 1x: G-MHA + G-FFN + WS, k=2",
+                "quick": args.quick,
+                "config_base": base_cfg.to_dict(),
+                "config_lw": lw_cfg.to_dict(),
+                "threads": args.threads,
+                "machine_load": monitor.report(),
+                "torch": torch.__version__,
+                "repeats": repeats,
+                "madds_layers": {"base": madds["base"]["layers"], "lw": madds["lw"]["layers"]},
+                "madds_total": {"base": madds["base"]["total"], "lw": madds["lw"]["total"]},
+                "madds_ratio_layers": round(madds_ratio, 3),
+                "madds_ratio_total": round(madds_ratio_total, 3),
+                "params_layers": {"base": madds["base"]["params_layers"], "lw": madds["lw"]["params_layers"]},
+                "results": results,
+                "note": "speedup_* = median over rounds of t_base / t_lw (paired, same round); "
                 "efficiency_layers = speedup_layers / madds_ratio_layers (the paper's counted part); "
                 "efficiency_full = speedup_full / madds_ratio_total",
-    }, indent=2))
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -61,14 +61,27 @@ GB = 2**30
 
 def study_spec(concurrent: int, trials: int, epochs: int, sleep: float) -> dict:
     cpus = round(0.9 * all_cores() / concurrent, 4)  # all trials fit at once on this machine's cores
-    return {"name": NAME, "task": "sleep_task:SleepDigits", "task_options": {"sleep_s": sleep},
-            "objectives": [{"metric": "accuracy", "direction": "maximize"}, {"metric": "params", "direction": "minimize"}],
-            "budget": {"trials": trials, "epochs": epochs},
-            "tuner": {"sampler": "random", "scheduler": "none", "max_concurrent": concurrent, "seed": 0,
-                      "cpus_per_trial": cpus},
-            "training": {"batch_size": 16, "threads": 1},
-            "space": {"d_model": {"choice": [16, 32]}, "heads": 2, "layers": 1,
-                      "lr": {"float": [1.0e-3, 5.0e-3], "log": True}}}
+    return {
+        "name": NAME,
+        "task": "sleep_task:SleepDigits",
+        "task_options": {"sleep_s": sleep},
+        "objectives": [{"metric": "accuracy", "direction": "maximize"}, {"metric": "params", "direction": "minimize"}],
+        "budget": {"trials": trials, "epochs": epochs},
+        "tuner": {
+            "sampler": "random",
+            "scheduler": "none",
+            "max_concurrent": concurrent,
+            "seed": 0,
+            "cpus_per_trial": cpus,
+        },
+        "training": {"batch_size": 16, "threads": 1},
+        "space": {
+            "d_model": {"choice": [16, 32]},
+            "heads": 2,
+            "layers": 1,
+            "lr": {"float": [1.0e-3, 5.0e-3], "log": True},
+        },
+    }
 
 
 # ---- processes -------------------------------------------------------------------------------------
@@ -137,8 +150,10 @@ class MemoryWatch(threading.Thread):
             if available < self.lowest_available:
                 self.lowest_available, self.workers_at_lowest = available, len(workers)
             if available < self.floor:
-                self.aborted = (f"available memory {available / GB:.1f} GB fell below --min-available-gb "
-                                f"{self.floor / GB:g} with {len(workers)} Ray workers running")
+                self.aborted = (
+                    f"available memory {available / GB:.1f} GB fell below --min-available-gb "
+                    f"{self.floor / GB:g} with {len(workers)} Ray workers running"
+                )
                 log(f"aborting: {self.aborted}")
                 kill_session(self.sid)
                 return
@@ -173,11 +188,15 @@ class MemoryWatch(threading.Thread):
             pss.append(info.pss)
             rss.append(info.rss)
         if uss and (self.detail is None or len(uss) >= self.detail["workers"]):
-            self.detail = {"workers": len(uss), "uss_mb_median": round(statistics.median(uss) / 2**20),
-                           "pss_mb_median": round(statistics.median(pss) / 2**20),
-                           "rss_mb_median": round(statistics.median(rss) / 2**20),
-                           "uss_gb_total": round(sum(uss) / GB, 2), "pss_gb_total": round(sum(pss) / GB, 2),
-                           "rss_gb_total": round(sum(rss) / GB, 2)}
+            self.detail = {
+                "workers": len(uss),
+                "uss_mb_median": round(statistics.median(uss) / 2**20),
+                "pss_mb_median": round(statistics.median(pss) / 2**20),
+                "rss_mb_median": round(statistics.median(rss) / 2**20),
+                "uss_gb_total": round(sum(uss) / GB, 2),
+                "pss_gb_total": round(sum(pss) / GB, 2),
+                "rss_gb_total": round(sum(rss) / GB, 2),
+            }
 
     def stop(self) -> None:
         self._halt.set()
@@ -185,11 +204,13 @@ class MemoryWatch(threading.Thread):
 
     def report(self) -> dict:
         drop = self.available_before - self.lowest_available
-        return {"available_gb_before": round(self.available_before / GB, 1),
-                "available_gb_lowest": round(self.lowest_available / GB, 1),
-                "most_workers_seen": self.most_workers,
-                "machine_mb_per_worker": round(drop / 2**20 / self.workers_at_lowest) if self.workers_at_lowest else None,
-                "workers_sample": self.detail}
+        return {
+            "available_gb_before": round(self.available_before / GB, 1),
+            "available_gb_lowest": round(self.lowest_available / GB, 1),
+            "most_workers_seen": self.most_workers,
+            "machine_mb_per_worker": round(drop / 2**20 / self.workers_at_lowest) if self.workers_at_lowest else None,
+            "workers_sample": self.detail,
+        }
 
 
 # ---- the run ---------------------------------------------------------------------------------------
@@ -199,12 +220,21 @@ def run_lwnas(args: list[str], cwd: Path, env: dict, watch: MemoryWatch, kill_wh
     return run_session(["lwnas", *args], cwd, env, watch, kill_when)
 
 
-def run_session(command: list[str], cwd: Path, env: dict, watch: MemoryWatch, kill_when=None) -> tuple[int | None, float]:
+def run_session(
+    command: list[str], cwd: Path, env: dict, watch: MemoryWatch, kill_when=None
+) -> tuple[int | None, float]:
     """Run ``command`` in a session of its own, watched by ``watch`` (see run_lwnas)."""
     t0 = time.perf_counter()
     with open(cwd / "lwnas.log", "ab") as out:
-        proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     watch.sid = proc.pid
     killed = False
     try:
@@ -246,8 +276,9 @@ def check_storage(url: str, tmp: Path, budget: int, epochs: int) -> tuple[dict, 
     complete = [t for t in trials if t.state == optuna.trial.TrialState.COMPLETE]
     interrupted = {t.number for t in trials if t.user_attrs.get(keys.OUTCOME) == "interrupted"}
     requeued = Counter(t.user_attrs[keys.REQUEUED_FROM] for t in trials if keys.REQUEUED_FROM in t.user_attrs)
-    ray = Counter(json.loads(p.read_text())["_lwnas_number"]
-                  for p in (tmp / "cache" / "ray_results").glob("*/*/params.json"))
+    ray = Counter(
+        json.loads(p.read_text())["_lwnas_number"] for p in (tmp / "cache" / "ray_results").glob("*/*/params.json")
+    )
     return {
         "stored_trials": len(trials),
         "numbers_each_once": sorted(numbers) == list(range(len(trials))),
@@ -259,8 +290,8 @@ def check_storage(url: str, tmp: Path, budget: int, epochs: int) -> tuple[dict, 
         "each_interrupted_rerun_once": set(requeued) == interrupted and set(requeued.values()) <= {1},
         "ray_trials": sum(ray.values()),
         # a trial the killed driver had asked for but Ray had not yet started has no Ray trial
-        "one_ray_trial_per_complete_trial": set(ray.values()) <= {1} and {t.number for t in complete} <= set(ray)
-                                            <= set(numbers),
+        "one_ray_trial_per_complete_trial": set(ray.values()) <= {1}
+        and {t.number for t in complete} <= set(ray) <= set(numbers),
     }, trials
 
 
@@ -281,14 +312,26 @@ def timing(trials, t_command: float, concurrent: int) -> dict:
         running += step
         if running > peak:
             peak, reached = running, when
-    held = sorted((t.datetime_complete - t.datetime_start).total_seconds() - (r.wall_time or 0.0)
-                  for t, r in done if t.state.name == "COMPLETE" and r.wall_time is not None)
-    return {"busy_trial_s": round(busy, 1), "trials_span_s": round(span, 1),
-            "utilisation_command": round(busy / (t_command * concurrent), 3),
-            "utilisation_span": round(busy / (span * concurrent), 3),
-            "most_running_at_once": peak, "most_running_reached_after_s": round((reached - first).total_seconds(), 1),
-            "slot_held_without_training_s": {"median": round(statistics.median(held), 2), "max": round(held[-1], 2),
-                                             "min": round(held[0], 2)} if held else None}
+    held = sorted(
+        (t.datetime_complete - t.datetime_start).total_seconds() - (r.wall_time or 0.0)
+        for t, r in done
+        if t.state.name == "COMPLETE" and r.wall_time is not None
+    )
+    return {
+        "busy_trial_s": round(busy, 1),
+        "trials_span_s": round(span, 1),
+        "utilisation_command": round(busy / (t_command * concurrent), 3),
+        "utilisation_span": round(busy / (span * concurrent), 3),
+        "most_running_at_once": peak,
+        "most_running_reached_after_s": round((reached - first).total_seconds(), 1),
+        "slot_held_without_training_s": {
+            "median": round(statistics.median(held), 2),
+            "max": round(held[-1], 2),
+            "min": round(held[0], 2),
+        }
+        if held
+        else None,
+    }
 
 
 def anchor_arm(args: argparse.Namespace, cpus: float, env: dict) -> dict:
@@ -299,9 +342,22 @@ def anchor_arm(args: argparse.Namespace, cpus: float, env: dict) -> dict:
         tmp = Path(tmp)
         out = tmp / "trials.json"
         log(f"anchor: plain Ray Tune, {args.trials} sleep trials, {args.concurrent} at once, {cpus} CPUs each")
-        rc, wall = run_session([sys.executable, str(ANCHOR), str(out), str(args.concurrent), str(args.trials),
-                                str(args.epochs), str(args.sleep), str(cpus), str(tmp / "ray_results")],
-                               tmp, env, watch)
+        rc, wall = run_session(
+            [
+                sys.executable,
+                str(ANCHOR),
+                str(out),
+                str(args.concurrent),
+                str(args.trials),
+                str(args.epochs),
+                str(args.sleep),
+                str(cpus),
+                str(tmp / "ray_results"),
+            ],
+            tmp,
+            env,
+            watch,
+        )
         watch.stop()
         result = {"exit_code": rc, "aborted": watch.aborted, "command_wall_s": round(wall, 1)}
         if out.exists():
@@ -309,10 +365,15 @@ def anchor_arm(args: argparse.Namespace, cpus: float, env: dict) -> dict:
             done = [r for r in rows if r["epochs"] == args.epochs]
             busy = sum(r["busy"] for r in done)
             span = max(r["end"] for r in rows) - min(r["start"] for r in rows) if rows else 0.0
-            result.update({"trials_complete": len(done), "busy_trial_s": round(busy, 1),
-                           "trials_span_s": round(span, 1),
-                           "utilisation_command": round(busy / (wall * args.concurrent), 3),
-                           "utilisation_span": round(busy / (span * args.concurrent), 3) if span else None})
+            result.update(
+                {
+                    "trials_complete": len(done),
+                    "busy_trial_s": round(busy, 1),
+                    "trials_span_s": round(span, 1),
+                    "utilisation_command": round(busy / (wall * args.concurrent), 3),
+                    "utilisation_span": round(busy / (span * args.concurrent), 3) if span else None,
+                }
+            )
         elif rc != 0:
             result["log_tail"] = (tmp / "lwnas.log").read_text(errors="replace")[-3000:]
     result["memory"] = watch.report()
@@ -325,13 +386,22 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=40, help="trials in the sweep (its budget)")
     parser.add_argument("--epochs", type=int, default=2, help="epochs per trial")
     parser.add_argument("--sleep", type=float, default=2.0, help="seconds each epoch sleeps")
-    parser.add_argument("--restart-after", type=int, default=0, metavar="N",
-                        help="kill -9 the driver's process group once N trials are complete, then `lwnas resume` (0: no restart)")
-    parser.add_argument("--min-available-gb", type=float, default=4.0,
-                        help="abort when the machine's available memory falls below this")
-    parser.add_argument("--anchor", action="store_true",
-                        help="then run the same trials in plain Ray Tune (sleep only, no lwnas, no torch) and report "
-                             "its utilisation and worker memory beside lwnas's")
+    parser.add_argument(
+        "--restart-after",
+        type=int,
+        default=0,
+        metavar="N",
+        help="kill -9 the driver's process group once N trials are complete, then `lwnas resume` (0: no restart)",
+    )
+    parser.add_argument(
+        "--min-available-gb", type=float, default=4.0, help="abort when the machine's available memory falls below this"
+    )
+    parser.add_argument(
+        "--anchor",
+        action="store_true",
+        help="then run the same trials in plain Ray Tune (sleep only, no lwnas, no torch) and report "
+        "its utilisation and worker memory beside lwnas's",
+    )
     args = parser.parse_args()
     if args.restart_after >= args.trials:
         parser.error(f"--restart-after must be below --trials, but got {args.restart_after} >= {args.trials}")
@@ -349,10 +419,17 @@ def main() -> None:
         (tmp / "study.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
         db = tmp / "many.db"
         url = f"sqlite:///{db}"
-        env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-               "LWNAS_CACHE": str(tmp / "cache"), "RAY_USAGE_STATS_ENABLED": "0", "RAY_ADDRESS": "local"}
+        env = {
+            **os.environ,
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+            "LWNAS_CACHE": str(tmp / "cache"),
+            "RAY_USAGE_STATS_ENABLED": "0",
+            "RAY_ADDRESS": "local",
+        }
         env.pop("LWNAS_STORAGE", None)
-        log(f"lwnas sweep: {args.trials} trials, {args.concurrent} at once, {spec['tuner']['cpus_per_trial']} CPUs each")
+        log(
+            f"lwnas sweep: {args.trials} trials, {args.concurrent} at once, {spec['tuner']['cpus_per_trial']} CPUs each"
+        )
         kill_when = (lambda: completed_count(db) >= args.restart_after) if args.restart_after else None
         rc, wall = run_lwnas(["sweep", "study.yaml", "--storage", url], tmp, env, watch, kill_when)
         walls = {"sweep_s": round(wall, 1)}
@@ -362,17 +439,26 @@ def main() -> None:
             walls["resume_s"] = round(wall2, 1)
         watch.stop()
         out = (tmp / "lwnas.log").read_text(errors="replace")
-        result = {"concurrent": args.concurrent, "trials": args.trials, "epochs": args.epochs, "sleep_s": args.sleep,
-                  "cpus_per_trial": spec["tuner"]["cpus_per_trial"], "restart_after": args.restart_after or None,
-                  "aborted": watch.aborted, "exit_code": rc, "command_wall_s": walls}
+        result = {
+            "concurrent": args.concurrent,
+            "trials": args.trials,
+            "epochs": args.epochs,
+            "sleep_s": args.sleep,
+            "cpus_per_trial": spec["tuner"]["cpus_per_trial"],
+            "restart_after": args.restart_after or None,
+            "aborted": watch.aborted,
+            "exit_code": rc,
+            "command_wall_s": walls,
+        }
         if watch.aborted is None and rc != 0:
             result["log_tail"] = out[-3000:]
         if completed_count(db):
             checks, trials = check_storage(url, tmp, args.trials, args.epochs)
             result["checks"] = checks
             result.update(timing(trials, sum(walls.values()), args.concurrent))
-            result["cpu_s_per_trial"] = {kind: round(watch.cpu_seconds(kind) / len(trials), 3)
-                                         for kind in ("driver", "ray")}
+            result["cpu_s_per_trial"] = {
+                kind: round(watch.cpu_seconds(kind) / len(trials), 3) for kind in ("driver", "ray")
+            }
     result["memory"] = watch.report()
     if args.anchor and watch.aborted is None:
         result["plain_tune_anchor"] = anchor_arm(args, spec["tuner"]["cpus_per_trial"], env)

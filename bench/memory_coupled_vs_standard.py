@@ -103,8 +103,15 @@ def main() -> None:
     if args.quick:
         grid, layers, repeats = 16, 1, 2
 
-    base = ArchConfig(family="encoder", d_model=args.d_model, heads=args.heads, layers=layers, dropout=0.0,
-                      grid=(grid, grid), patch_features=1)
+    base = ArchConfig(
+        family="encoder",
+        d_model=args.d_model,
+        heads=args.heads,
+        layers=layers,
+        dropout=0.0,
+        grid=(grid, grid),
+        patch_features=1,
+    )
     configs = {"coupled": base.replace(attention="coupled"), "standard_sdpa": base, "standard_naive": base}
     models, naive_kernels = {}, []
     for name, cfg in configs.items():
@@ -133,9 +140,12 @@ def main() -> None:
             model.zero_grad(set_to_none=True)
             peaks.append(peak_memory(model, inputs)[0])
         model.zero_grad(set_to_none=True)
-        report[name] = {"attention_map_bytes": maps, "peak_memory_bytes": peaks[-1],
-                        "peak_memory_repeat_equal": peaks[0] == peaks[1],
-                        "params": sum(p.numel() for p in model.parameters())}
+        report[name] = {
+            "attention_map_bytes": maps,
+            "peak_memory_bytes": peaks[-1],
+            "peak_memory_repeat_equal": peaks[0] == peaks[1],
+            "params": sum(p.numel() for p in model.parameters()),
+        }
         if built is not None:
             report[name]["naive_maps_built_bytes"] = built
 
@@ -145,7 +155,7 @@ def main() -> None:
         fwd_bwd(models[name], inputs)
     times = {n: [] for n in names}
     for r in range(repeats):
-        for name in (names if r % 2 == 0 else names[::-1]):
+        for name in names if r % 2 == 0 else names[::-1]:
             t0 = time.perf_counter()
             fwd_bwd(models[name], inputs)
             times[name].append(time.perf_counter() - t0)
@@ -160,10 +170,12 @@ def main() -> None:
     ratios = {
         "peak_memory_coupled_over_naive": ratio(c["peak_memory_bytes"], report["standard_naive"]["peak_memory_bytes"]),
         "peak_memory_coupled_over_sdpa": ratio(c["peak_memory_bytes"], report["standard_sdpa"]["peak_memory_bytes"]),
-        "peak_memory_sdpa_over_naive": ratio(report["standard_sdpa"]["peak_memory_bytes"],
-                                             report["standard_naive"]["peak_memory_bytes"]),
-        "attention_map_bytes_coupled_over_standard": ratio(c["attention_map_bytes"],
-                                                           report["standard_sdpa"]["attention_map_bytes"]),
+        "peak_memory_sdpa_over_naive": ratio(
+            report["standard_sdpa"]["peak_memory_bytes"], report["standard_naive"]["peak_memory_bytes"]
+        ),
+        "attention_map_bytes_coupled_over_standard": ratio(
+            c["attention_map_bytes"], report["standard_sdpa"]["attention_map_bytes"]
+        ),
         "fwd_bwd_time_coupled_over_naive": ratio(c["fwd_bwd_ms"], report["standard_naive"]["fwd_bwd_ms"]),
         "fwd_bwd_time_coupled_over_sdpa": ratio(c["fwd_bwd_ms"], report["standard_sdpa"]["fwd_bwd_ms"]),
     }
@@ -172,19 +184,31 @@ def main() -> None:
     sdpa_peak = report["standard_sdpa"]["peak_memory_bytes"]
     for name in ("coupled", "standard_naive"):
         report[name]["peak_above_sdpa_bytes"] = report[name]["peak_memory_bytes"] - sdpa_peak
-    ratios["peak_above_sdpa_coupled_over_naive"] = ratio(c["peak_above_sdpa_bytes"],
-                                                         report["standard_naive"]["peak_above_sdpa_bytes"])
+    ratios["peak_above_sdpa_coupled_over_naive"] = ratio(
+        c["peak_above_sdpa_bytes"], report["standard_naive"]["peak_above_sdpa_bytes"]
+    )
     ratios["meets_target_peak_coupled_at_most_10pct_of_naive"] = ratios["peak_memory_coupled_over_naive"] <= 0.10
-    print(json.dumps({
-        "benchmark": "memory_coupled_vs_standard",
-        "quick": args.quick,
-        "grid": [grid, grid], "tokens": grid * grid, "d_model": args.d_model, "heads": args.heads,
-        "layers": layers, "batch": args.batch, "dropout": 0.0,
-        "threads": args.threads, "torch": torch.__version__,
-        "machine_load": monitor.report(),
-        "variants": report,
-        "ratios": ratios,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "memory_coupled_vs_standard",
+                "quick": args.quick,
+                "grid": [grid, grid],
+                "tokens": grid * grid,
+                "d_model": args.d_model,
+                "heads": args.heads,
+                "layers": layers,
+                "batch": args.batch,
+                "dropout": 0.0,
+                "threads": args.threads,
+                "torch": torch.__version__,
+                "machine_load": monitor.report(),
+                "variants": report,
+                "ratios": ratios,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -44,10 +44,14 @@ def main() -> None:
         tune.with_resources(sleep_trial, {"cpu": args.cpus_per_trial}),
         param_space={"epochs": args.epochs, "sleep": args.sleep, "x": tune.uniform(0, 1)},
         tune_config=tune.TuneConfig(num_samples=args.trials, max_concurrent_trials=args.concurrent, reuse_actors=True),
-        run_config=tune.RunConfig(storage_path=args.storage, name="plain-tune", verbose=0))
+        run_config=tune.RunConfig(storage_path=args.storage, name="plain-tune", verbose=0),
+    )
     results = tuner.fit()
-    rows = [{"start": r.metrics["start"], "end": r.metrics["end"], "busy": r.metrics["busy"],
-             "epochs": r.metrics["epoch"]} for r in results if r.metrics]
+    rows = [
+        {"start": r.metrics["start"], "end": r.metrics["end"], "busy": r.metrics["busy"], "epochs": r.metrics["epoch"]}
+        for r in results
+        if r.metrics
+    ]
     with open(args.out, "w") as f:
         json.dump({"trials": rows, "errors": len(results.errors)}, f)
 

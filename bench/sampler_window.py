@@ -71,8 +71,12 @@ def latency_cell(url: str, name: str, sampler, asks: int) -> dict:
         times.append(time.perf_counter() - t0)
     rest = sorted(times[1:])
     p99 = rest[min(len(rest) - 1, math.ceil(0.99 * len(rest)) - 1)]
-    cell = {"first_ask_s": round(times[0], 3), "p50_ms": round(1000 * statistics.median(rest), 1),
-            "p99_ms": round(1000 * p99, 1), "asks": asks}
+    cell = {
+        "first_ask_s": round(times[0], 3),
+        "p50_ms": round(1000 * statistics.median(rest), 1),
+        "p99_ms": round(1000 * p99, 1),
+        "asks": asks,
+    }
     if hasattr(sampler, "seen_trials"):
         cell["inner_sees"] = len(sampler.seen_trials())
     return cell
@@ -98,8 +102,9 @@ def latency(args) -> dict:
                     continue
                 asks = args.gp_asks if arm.startswith("gp") else args.asks
                 log(f"{size} stored trials, {arm}")
-                out.append({"stored_trials": size, "arm": arm, "write_s": write_s,
-                            **latency_cell(url, name, make(), asks)})
+                out.append(
+                    {"stored_trials": size, "arm": arm, "write_s": write_s, **latency_cell(url, name, make(), asks)}
+                )
                 log(json.dumps(out[-1]))
     return {"cells": out}
 
@@ -115,8 +120,10 @@ def quickstart_point(trial) -> dict:
     """Every knob of the quickstart space that the cost formula reads (conditional ones where active)."""
     from dashboards.sample import DISTRIBUTIONS
 
-    params = {k: _suggest(trial, k, DISTRIBUTIONS[k]) for k in
-              ("d_model", "layers", "g_mha", "g_ffn", "layer_sharing", "attention", "pooling", "lr")}
+    params = {
+        k: _suggest(trial, k, DISTRIBUTIONS[k])
+        for k in ("d_model", "layers", "g_mha", "g_ffn", "layer_sharing", "attention", "pooling", "lr")
+    }
     if params["g_mha"] or params["g_ffn"]:
         params.update({k: _suggest(trial, k, DISTRIBUTIONS[k]) for k in ("groups", "weight_sharing")})
     if params["pooling"] == "sketch":
@@ -133,6 +140,7 @@ def quickstart_problem():
         size = costs_of(params)["params"]
         seen = [accuracy_of(params, size, rng), float(size)]
         return seen, [accuracy_of(params, size, _NoNoise()), float(size)], float(size - MAX_PARAMS)
+
     return ["maximize", "minimize"], evaluate, [0.0, 1.1 * MAX_PARAMS]
 
 
@@ -148,6 +156,7 @@ def zdt1_problem():
         g = 1 + 9 * sum(tail) / len(tail)
         values = [f1, g * (1 - math.sqrt(f1 / g))]
         return values, values, 0.0
+
     return ["minimize", "minimize"], evaluate, [1.1, 11.0]  # f2 <= g <= 10
 
 
@@ -181,41 +190,67 @@ def quality(args) -> dict:
     import optuna
 
     checkpoints = sorted({*map(int, args.checkpoints.split(",")), args.trials})
-    arms = {"tpe": lambda s: tpe(s), "recent": lambda s: windowed(tpe(s), args.window, keep_front=False),
-            "recent+front": lambda s: windowed(tpe(s), args.window, keep_front=True),
-            "random": lambda s: optuna.samplers.RandomSampler(seed=s)}
+    arms = {
+        "tpe": lambda s: tpe(s),
+        "recent": lambda s: windowed(tpe(s), args.window, keep_front=False),
+        "recent+front": lambda s: windowed(tpe(s), args.window, keep_front=True),
+        "random": lambda s: optuna.samplers.RandomSampler(seed=s),
+    }
     runs, summary = [], []
     for problem in args.problems.split(","):
         for seed in map(int, args.seeds.split(",")):
             for arm, make in arms.items():
                 log(f"{problem} seed {seed} {arm}")
-                runs.append({"problem": problem, "seed": seed, "arm": arm,
-                             **run_search(problem, make(seed), args.trials, seed, checkpoints)})
+                runs.append(
+                    {
+                        "problem": problem,
+                        "seed": seed,
+                        "arm": arm,
+                        **run_search(problem, make(seed), args.trials, seed, checkpoints),
+                    }
+                )
                 log(json.dumps(runs[-1]))
         for arm in arms:
             for n in checkpoints:
                 hv = [r["hypervolume"][n] for r in runs if r["problem"] == problem and r["arm"] == arm]
-                summary.append({"problem": problem, "arm": arm, "trials": n, "mean": round(statistics.mean(hv), 4),
-                                "std": round(statistics.stdev(hv), 4) if len(hv) > 1 else None,
-                                "min": round(min(hv), 4), "max": round(max(hv), 4)})
+                summary.append(
+                    {
+                        "problem": problem,
+                        "arm": arm,
+                        "trials": n,
+                        "mean": round(statistics.mean(hv), 4),
+                        "std": round(statistics.stdev(hv), 4) if len(hv) > 1 else None,
+                        "min": round(min(hv), 4),
+                        "max": round(max(hv), 4),
+                    }
+                )
     return {"window": args.window, "runs": runs, "summary": summary}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     parser.add_argument("part", choices=("latency", "quality"), help="what to measure")
-    parser.add_argument("--window", type=int, help="the windowed TPE arms' window (default: 2000 for latency, "
-                                                   "50 for quality)")
+    parser.add_argument(
+        "--window", type=int, help="the windowed TPE arms' window (default: 2000 for latency, 50 for quality)"
+    )
     parser.add_argument("--sizes", default="1000,10000,100000", help="latency: stored trials, comma-separated")
     parser.add_argument("--gp-window", type=int, default=100, help="latency: the GP arm's window (0: no GP arm)")
     parser.add_argument("--asks", type=int, default=20, help="latency: ask + tell per TPE cell")
     parser.add_argument("--gp-asks", type=int, default=5, help="latency: ask + tell per GP cell")
-    parser.add_argument("--full-tpe-max", type=int, default=0,
-                        help="latency: skip TPE over every trial above this many stored trials (0: never skip)")
-    parser.add_argument("--problems", default="quickstart,zdt1", help=f"quality: comma-separated: {', '.join(PROBLEMS)}")
+    parser.add_argument(
+        "--full-tpe-max",
+        type=int,
+        default=0,
+        help="latency: skip TPE over every trial above this many stored trials (0: never skip)",
+    )
+    parser.add_argument(
+        "--problems", default="quickstart,zdt1", help=f"quality: comma-separated: {', '.join(PROBLEMS)}"
+    )
     parser.add_argument("--trials", type=int, default=500, help="quality: trials per search")
     parser.add_argument("--seeds", default="0,1,2,3", help="quality: one search per seed and arm")
-    parser.add_argument("--checkpoints", default="100,250", help="quality: also report the hypervolume after these trials")
+    parser.add_argument(
+        "--checkpoints", default="100,250", help="quality: also report the hypervolume after these trials"
+    )
     args = parser.parse_args()
     if args.window is None:
         args.window = 2000 if args.part == "latency" else 50

@@ -21,9 +21,14 @@ from pathlib import Path
 from _common import HelpFormatter, LoadMonitor, log
 
 SPACE = {
-    "d_model": {"choice": [16, 32, 64]}, "heads": 4, "layers": {"int": [1, 2]},
-    "g_mha": {"choice": [True, False]}, "g_ffn": {"choice": [True, False]}, "groups": {"choice": [2, 4]},
-    "layer_sharing": {"choice": ["none", "albert"]}, "pooling": {"choice": ["mean", "attention"]},
+    "d_model": {"choice": [16, 32, 64]},
+    "heads": 4,
+    "layers": {"int": [1, 2]},
+    "g_mha": {"choice": [True, False]},
+    "g_ffn": {"choice": [True, False]},
+    "groups": {"choice": [2, 4]},
+    "layer_sharing": {"choice": ["none", "albert"]},
+    "pooling": {"choice": ["mean", "attention"]},
     "lr": {"float": [1.0e-3, 5.0e-3], "log": True},
 }
 
@@ -35,11 +40,23 @@ def run_arm(sampler: str, scheduler: str, seed: int, epochs: int, compute: int, 
     from tuners.sweep import SweepOptions, run_sweep
 
     trials = compute // epochs * (2 if scheduler == "mo-asha" else 1)
-    spec = {"name": f"{sampler}-{scheduler}-{seed}", "task": "digits", "objectives": ["accuracy", "params"],
-            "budget": {"trials": trials, "epochs": epochs},
-            "tuner": {"sampler": sampler, "scheduler": scheduler, "seed": seed, "max_concurrent": 2,
-                      "grace_epochs": 1, "reduction_factor": 2, "population_size": 4},
-            "training": {"threads": 1}, "space": SPACE}
+    spec = {
+        "name": f"{sampler}-{scheduler}-{seed}",
+        "task": "digits",
+        "objectives": ["accuracy", "params"],
+        "budget": {"trials": trials, "epochs": epochs},
+        "tuner": {
+            "sampler": sampler,
+            "scheduler": scheduler,
+            "seed": seed,
+            "max_concurrent": 2,
+            "grace_epochs": 1,
+            "reduction_factor": 2,
+            "population_size": 4,
+        },
+        "training": {"threads": 1},
+        "space": SPACE,
+    }
     study = study_from_dict(spec, task_family=task_family)
     t0 = time.perf_counter()
     ot = run_sweep(study, SweepOptions(storage=storage, quiet=True))
@@ -75,20 +92,38 @@ def main() -> None:
             for sampler in args.samplers.split(","):
                 for scheduler in ("none", "mo-asha"):
                     log(f"arm {sampler} / {scheduler} / seed {seed}")
-                    arms[(sampler, scheduler, seed)] = run_arm(sampler, scheduler, seed, args.epochs, args.compute,
-                                                               storage)
+                    arms[(sampler, scheduler, seed)] = run_arm(
+                        sampler, scheduler, seed, args.epochs, args.compute, storage
+                    )
     objectives = [("accuracy", "maximize"), ("params", "minimize")]
     largest = max(r.values[1] for arm in arms.values() for r in arm["records"] if r.values)
     ref = [0.0, 1.1 * largest]
     results = []
     for (sampler, scheduler, seed), arm in arms.items():
-        results.append({"sampler": sampler, "scheduler": scheduler, "seed": seed,
-                        "hypervolume": round(hypervolume(arm["records"], objectives, ref), 2),
-                        "trials_within_compute": len(arm["records"]), "epochs_used": arm["epochs_used"],
-                        "trials_run": arm["trials_run"], "wall_s": arm["wall_s"]})
-    print(json.dumps({"compute_epochs": args.compute, "epochs_per_trial": args.epochs,
-                      "reference_point": {"accuracy": ref[0], "params": ref[1]}, "arms": results,
-                      "machine": monitor.report()}, indent=2))
+        results.append(
+            {
+                "sampler": sampler,
+                "scheduler": scheduler,
+                "seed": seed,
+                "hypervolume": round(hypervolume(arm["records"], objectives, ref), 2),
+                "trials_within_compute": len(arm["records"]),
+                "epochs_used": arm["epochs_used"],
+                "trials_run": arm["trials_run"],
+                "wall_s": arm["wall_s"],
+            }
+        )
+    print(
+        json.dumps(
+            {
+                "compute_epochs": args.compute,
+                "epochs_per_trial": args.epochs,
+                "reference_point": {"accuracy": ref[0], "params": ref[1]},
+                "arms": results,
+                "machine": monitor.report(),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -72,8 +72,12 @@ def main() -> None:
     parser.add_argument("--sketch", default="8,8,8", help="sketch N,K,D")
     parser.add_argument("--repeats", type=int, default=5, help="timed samples per variant and size (median)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed calls per variant and size")
-    parser.add_argument("--sample-seconds", type=float, default=0.2,
-                        help="target duration of one sample; sets the calls averaged per sample")
+    parser.add_argument(
+        "--sample-seconds",
+        type=float,
+        default=0.2,
+        help="target duration of one sample; sets the calls averaged per sample",
+    )
     parser.add_argument("--threads", type=int, default=all_cores(), help="torch.set_num_threads; default: all cores")
     parser.add_argument("--seed", type=int, default=0, help="torch.manual_seed")
     parser.add_argument("--quick", action="store_true", help="smoke run: tokens 16,64,256, 2 samples")
@@ -87,23 +91,25 @@ def main() -> None:
         sizes, repeats, warmup, sample_s = [16, 64, 256], 2, 1, 0.02
     n, k, d = (int(v) for v in args.sketch.split(","))
 
-    pools = {"sketch": SketchPool(args.dim, n, k, d).eval(),
-             "attention": SelfAttentionPool(args.dim, args.heads).eval(),
-             "attflat": AttentionPool(args.dim).eval()}
+    pools = {
+        "sketch": SketchPool(args.dim, n, k, d).eval(),
+        "attention": SelfAttentionPool(args.dim, args.heads).eval(),
+        "attflat": AttentionPool(args.dim).eval(),
+    }
     names = list(pools)
     times: dict[str, list[float]] = {name: [] for name in names}
     calls: dict[int, int] = {}
     with torch.inference_mode():
         for t in sizes:
             x = torch.randn(args.batch, t, args.dim)
-            fns = {name: (lambda p=pool: p(x)) for name, pool in pools.items()}
+            fns = {name: (lambda p=pool, x=x: p(x)) for name, pool in pools.items()}
             for fn in fns.values():
                 for _ in range(warmup):
                     fn()
             number = {name: calibrate(fn, sample_s) for name, fn in fns.items()}
             samples = {name: [] for name in names}
             for r in range(repeats):
-                for name in (names if r % 2 == 0 else names[::-1]):
+                for name in names if r % 2 == 0 else names[::-1]:
                     t0 = time.perf_counter()
                     for _ in range(number[name]):
                         fns[name]()
@@ -125,20 +131,31 @@ def main() -> None:
             "loglog_slope_upper_half": round(slope(sizes[upper:], ts[upper:]), 3) if len(sizes) - upper >= 2 else None,
         }
 
-    print(json.dumps({
-        "benchmark": "sketch_vs_attention_pooling",
-        "quick": args.quick,
-        "tokens": sizes, "batch": args.batch, "dim": args.dim, "heads": args.heads,
-        "sketch_nkd": [n, k, d], "threads": args.threads, "torch": torch.__version__,
-        "repeats": repeats,
-        "machine_load": monitor.report(),
-        "calls_per_sample": {str(t): c for t, c in calls.items()},
-        "sketch": summary(times["sketch"]),
-        "attention": summary(times["attention"]),
-        "attflat": summary(times["attflat"]),
-        "attention_over_sketch_time": {str(s): round(a / b, 2)
-                                       for s, a, b in zip(sizes, times["attention"], times["sketch"])},
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "sketch_vs_attention_pooling",
+                "quick": args.quick,
+                "tokens": sizes,
+                "batch": args.batch,
+                "dim": args.dim,
+                "heads": args.heads,
+                "sketch_nkd": [n, k, d],
+                "threads": args.threads,
+                "torch": torch.__version__,
+                "repeats": repeats,
+                "machine_load": monitor.report(),
+                "calls_per_sample": {str(t): c for t, c in calls.items()},
+                "sketch": summary(times["sketch"]),
+                "attention": summary(times["attention"]),
+                "attflat": summary(times["attflat"]),
+                "attention_over_sketch_time": {
+                    str(s): round(a / b, 2) for s, a, b in zip(sizes, times["attention"], times["sketch"])
+                },
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -59,11 +59,15 @@ def timed(fn) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
-    parser.add_argument("--study", default=str(ROOT / "studies/quickstart.yaml"),
-                        help="study whose space gives the small points")
+    parser.add_argument(
+        "--study", default=str(ROOT / "studies/quickstart.yaml"), help="study whose space gives the small points"
+    )
     parser.add_argument("--points", type=int, default=200, help="random points drawn from the study's space")
-    parser.add_argument("--config", default=str(ROOT / "studies/papers/lw-transformer/table2-transformer.yaml"),
-                        help="the large configuration timed per cost")
+    parser.add_argument(
+        "--config",
+        default=str(ROOT / "studies/papers/lw-transformer/table2-transformer.yaml"),
+        help="the large configuration timed per cost",
+    )
     parser.add_argument("--repeats", type=int, default=3, help="timed repeats per arm (medians reported)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random points")
     args = parser.parse_args()
@@ -82,43 +86,58 @@ def main() -> None:
     large = load_config_file(args.config).config
     log(f"{len(configs)} distinct architectures among {args.points} points; {args.repeats} repeats")
 
-    same = all(cost(c, memory=False).to_dict() == cost(c, memory=False, counter="trace").to_dict()
-               for c, _ in configs)  # also warms both arms (fvcore's first trace pays one-time set-up)
+    same = all(
+        cost(c, memory=False).to_dict() == cost(c, memory=False, counter="trace").to_dict() for c, _ in configs
+    )  # also warms both arms (fvcore's first trace pays one-time set-up)
     same = same and cost(large, memory=False).to_dict() == cost(large, memory=False, counter="trace").to_dict()
 
     small = {"formula": [], "trace": [], "driver": []}
     mcan = {"formula": [], "trace": []}
     for repeat in range(args.repeats):  # interleaved, so drift in the machine's load hits every arm alike
         for counter in ("formula", "trace"):
-            seconds = timed(lambda: [cost(c, memory=False, counter=counter) for c, _ in configs])
+            seconds = timed(lambda counter=counter: [cost(c, memory=False, counter=counter) for c, _ in configs])
             small[counter].append(len(configs) / seconds)
-            mcan[counter].append(timed(lambda: cost(large, memory=False, counter=counter)))
+            mcan[counter].append(timed(lambda counter=counter: cost(large, memory=False, counter=counter)))
         driver = StaticCosts(study, task)  # fresh: nothing cached
-        small["driver"].append(len(configs) / timed(lambda: [driver.evaluate(raw) for _, raw in configs]))
-        log(f"repeat {repeat + 1}: formula {small['formula'][-1]:.0f}/s, trace {small['trace'][-1]:.1f}/s, "
-            f"MCAN {mcan['formula'][-1]:.3f} s vs {mcan['trace'][-1]:.3f} s")
+        small["driver"].append(len(configs) / timed(lambda driver=driver: [driver.evaluate(raw) for _, raw in configs]))
+        log(
+            f"repeat {repeat + 1}: formula {small['formula'][-1]:.0f}/s, trace {small['trace'][-1]:.1f}/s, "
+            f"MCAN {mcan['formula'][-1]:.3f} s vs {mcan['trace'][-1]:.3f} s"
+        )
 
     med = statistics.median
     small_fast, mcan_fast = med(small["formula"]), med(mcan["formula"])
-    print(json.dumps({
-        "same_figures": same,
-        "small": {
-            "study": args.study, "points": args.points, "distinct_architectures": len(configs),
-            "configs_per_s_formula": round(small_fast, 1), "configs_per_s_trace": round(med(small["trace"]), 1),
-            "configs_per_s_driver_static_costs": round(med(small["driver"]), 1),
-            "speedup": round(small_fast / med(small["trace"]), 1),
-            "target_configs_per_s": SMALL_TARGET_PER_S, "target_met": small_fast >= SMALL_TARGET_PER_S,
-        },
-        "mcan": {
-            "config": args.config, "params": cost(large, memory=False).params,
-            "params_layers": sum(cost(large, memory=False).params_breakdown[s] for s in ("encoder", "decoder")),
-            "seconds_formula": round(mcan_fast, 4), "seconds_trace": round(med(mcan["trace"]), 4),
-            "speedup": round(med(mcan["trace"]) / mcan_fast, 1),
-            "target_s": MCAN_TARGET_S, "target_met": mcan_fast <= MCAN_TARGET_S,
-        },
-        "repeats": args.repeats,
-        "machine": monitor.report(),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "same_figures": same,
+                "small": {
+                    "study": args.study,
+                    "points": args.points,
+                    "distinct_architectures": len(configs),
+                    "configs_per_s_formula": round(small_fast, 1),
+                    "configs_per_s_trace": round(med(small["trace"]), 1),
+                    "configs_per_s_driver_static_costs": round(med(small["driver"]), 1),
+                    "speedup": round(small_fast / med(small["trace"]), 1),
+                    "target_configs_per_s": SMALL_TARGET_PER_S,
+                    "target_met": small_fast >= SMALL_TARGET_PER_S,
+                },
+                "mcan": {
+                    "config": args.config,
+                    "params": cost(large, memory=False).params,
+                    "params_layers": sum(cost(large, memory=False).params_breakdown[s] for s in ("encoder", "decoder")),
+                    "seconds_formula": round(mcan_fast, 4),
+                    "seconds_trace": round(med(mcan["trace"]), 4),
+                    "speedup": round(med(mcan["trace"]) / mcan_fast, 1),
+                    "target_s": MCAN_TARGET_S,
+                    "target_met": mcan_fast <= MCAN_TARGET_S,
+                },
+                "repeats": args.repeats,
+                "machine": monitor.report(),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -60,14 +60,27 @@ warnings.filterwarnings("ignore", message=".*is experimental")
 
 BACKENDS = ("sqlite", "postgresql", "journal-file", "journal-redis", "grpc-postgresql")
 KINDS = ("ask", "suggest", "planned_attr", "epoch_attr", "outcome_attr", "tell")
-PLANNED = {"config": {"d_model": 64, "layers": 2, "heads": 4, "groups": 2, "g_mha": True, "g_ffn": True,
-                      "pooling": "mean", "layer_sharing": "(0x2)"},
-           "training": {"lr": 1e-3, "batch_size": 64, "epochs": 5, "seed": 0, "threads": 1},
-           "task": "digits", "task_options": {}, "seed": 0,
-           "costs": {"params": 52106, "madds": 4218880, "memory": None}}  # the planned record's six keys
+PLANNED = {
+    "config": {
+        "d_model": 64,
+        "layers": 2,
+        "heads": 4,
+        "groups": 2,
+        "g_mha": True,
+        "g_ffn": True,
+        "pooling": "mean",
+        "layer_sharing": "(0x2)",
+    },
+    "training": {"lr": 1e-3, "batch_size": 64, "epochs": 5, "seed": 0, "threads": 1},
+    "task": "digits",
+    "task_options": {},
+    "seed": 0,
+    "costs": {"params": 52106, "madds": 4218880, "memory": None},
+}  # the planned record's six keys
 
 
 # ---- backends: how a process opens each one (called in the process that uses it, never before a fork) ------
+
 
 class Backend:
     def __init__(self, name: str, args: argparse.Namespace, workdir: Path):
@@ -96,9 +109,11 @@ class Backend:
 
     def missing(self) -> str | None:
         """Why this backend cannot run here (a missing client library), else None."""
-        needs = {"journal-redis": ("redis", "pip install redis"),
-                 "grpc-postgresql": ("grpc", "pip install 'lwnas[cluster]' (grpcio)"),
-                 "postgresql": ("psycopg", "pip install 'lwnas[postgres]'")}.get(self.name)
+        needs = {
+            "journal-redis": ("redis", "pip install redis"),
+            "grpc-postgresql": ("grpc", "pip install 'lwnas[cluster]' (grpcio)"),
+            "postgresql": ("psycopg", "pip install 'lwnas[postgres]'"),
+        }.get(self.name)
         if needs is None:
             return None
         try:
@@ -126,14 +141,17 @@ def serve_grpc(postgres_url: str, port: int) -> None:
     from tuners.storage import open_storage
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    optuna.storages.run_grpc_proxy_server(optuna.storages.get_storage(open_storage(postgres_url)),
-                                          host="127.0.0.1", port=port)
+    optuna.storages.run_grpc_proxy_server(
+        optuna.storages.get_storage(open_storage(postgres_url)), host="127.0.0.1", port=port
+    )
 
 
 # ---- the worker loop ---------------------------------------------------------------------------------------
 
+
 def one_trial(study, epochs: int, timings: dict) -> None:
     """One trial as lwnas's driver writes it, each storage call timed under its kind."""
+
     def timed(kind, fn, *a, **kw):
         t0 = time.perf_counter()
         out = fn(*a, **kw)
@@ -150,8 +168,12 @@ def one_trial(study, epochs: int, timings: dict) -> None:
         for key, value in PLANNED.items():
             timed("planned_attr", trial.set_user_attr, key, value)
         for epoch in range(1, epochs + 1):
-            timed("epoch_attr", trial.set_user_attr, f"epoch:{epoch:04d}",
-                  {"epoch": epoch, "val_accuracy": 0.5 + 0.01 * epoch, "train_loss": 1.0 / epoch, "wall_time": 0.1})
+            timed(
+                "epoch_attr",
+                trial.set_user_attr,
+                f"epoch:{epoch:04d}",
+                {"epoch": epoch, "val_accuracy": 0.5 + 0.01 * epoch, "train_loss": 1.0 / epoch, "wall_time": 0.1},
+            )
         for key, value in (("wall_time", 0.5), ("host", "bench"), ("outcome", "complete")):
             timed("outcome_attr", trial.set_user_attr, key, value)
         timed("tell", study.tell, trial, [0.55, 52106.0])
@@ -171,8 +193,9 @@ def worker(backend: Backend, study_name: str, seed: int, ready, go, out) -> None
     timings, errors, done = defaultdict(list), Counter(), 0
     t0 = time.perf_counter()
     try:
-        study = optuna.load_study(study_name=study_name, storage=backend.open(),
-                                  sampler=optuna.samplers.RandomSampler(seed=seed))
+        study = optuna.load_study(
+            study_name=study_name, storage=backend.open(), sampler=optuna.samplers.RandomSampler(seed=seed)
+        )
     except Exception as exc:  # noqa: BLE001 - counted: too many connections shows up here
         out.put({"open_error": error_line(exc), "errors": {}, "done": 0, "timings": {}})
         ready.release()
@@ -189,8 +212,16 @@ def worker(backend: Backend, study_name: str, seed: int, ready, go, out) -> None
         except Exception as exc:  # noqa: BLE001 - locks, connection limits: count them and go on
             errors[error_line(exc)] += 1
             time.sleep(0.1)
-    out.put({"done": done, "errors": dict(errors), "open_s": open_s, "end": time.time(), "timings": dict(timings),
-             "cpu_s": time.process_time() - cpu0})
+    out.put(
+        {
+            "done": done,
+            "errors": dict(errors),
+            "open_s": open_s,
+            "end": time.time(),
+            "timings": dict(timings),
+            "cpu_s": time.process_time() - cpu0,
+        }
+    )
 
 
 def error_line(exc: BaseException) -> str:
@@ -200,6 +231,7 @@ def error_line(exc: BaseException) -> str:
 
 
 # ---- the fresh reader --------------------------------------------------------------------------------------
+
 
 def read_back(backend: Backend, study_name: str, out) -> None:
     """A new process loading the study: Optuna's view, then lwnas's reader, each from a fresh storage."""
@@ -218,24 +250,34 @@ def read_back(backend: Backend, study_name: str, out) -> None:
     bulk = reader.read()
     reader_s = time.perf_counter() - t0
     states = Counter(tr.state.name for tr in trials)
-    out.put({"trials": len(trials), "states": dict(states), "optuna_load_trials_s": round(optuna_s, 3),
-             "trial_reader_s": round(reader_s, 3), "trial_reader_path": "bulk SQL" if reader.bulk else "get_all_trials",
-             "reader_equals_optuna": [t.number for t in bulk] == [t.number for t in trials]
-             and all(a.state == b.state and a.user_attrs == b.user_attrs for a, b in zip(bulk, trials)),
-             "complete": states.get(TrialState.COMPLETE.name, 0)})
+    out.put(
+        {
+            "trials": len(trials),
+            "states": dict(states),
+            "optuna_load_trials_s": round(optuna_s, 3),
+            "trial_reader_s": round(reader_s, 3),
+            "trial_reader_path": "bulk SQL" if reader.bulk else "get_all_trials",
+            "reader_equals_optuna": [t.number for t in bulk] == [t.number for t in trials]
+            and all(a.state == b.state and a.user_attrs == b.user_attrs for a, b in zip(bulk, trials)),
+            "complete": states.get(TrialState.COMPLETE.name, 0),
+        }
+    )
     if not backend.args.keep:
         optuna.delete_study(study_name=study_name, storage=storage)
 
 
 # ---- PostgreSQL connections: the headroom check and a sampler during the arm ------------------------------
 
+
 def pg_connections(url: str) -> dict:
     """max_connections, connections on the whole server and to this database, now."""
     import psycopg
 
     with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"), connect_timeout=10) as conn:
-        row = conn.execute("select current_setting('max_connections')::int, count(*), "
-                           "count(*) filter (where datname = current_database()) from pg_stat_activity").fetchone()
+        row = conn.execute(
+            "select current_setting('max_connections')::int, count(*), "
+            "count(*) filter (where datname = current_database()) from pg_stat_activity"
+        ).fetchone()
     return {"max_connections": row[0], "server": row[1], "database": row[2]}
 
 
@@ -262,10 +304,11 @@ def uses_postgres(name: str) -> bool:
 
 # ---- one arm -----------------------------------------------------------------------------------------------
 
+
 def run_arm(backend: Backend, workers: int) -> dict:
     ctx = mp.get_context("fork")  # fast start for 64+ workers; nothing is opened in this process before a fork
     arm = {"backend": backend.name, "workers": workers, "epochs": backend.args.epochs, "seconds": backend.args.seconds}
-    if (why := backend.missing()):
+    if why := backend.missing():
         return {**arm, "skipped": why}
     if uses_postgres(backend.name):
         before = pg_connections(backend.args.postgres_url)
@@ -274,8 +317,11 @@ def run_arm(backend: Backend, workers: int) -> dict:
         free = before["max_connections"] - before["server"]
         arm["pg_before"] = before
         if needed + backend.args.pg_headroom > free:
-            return {**arm, "skipped": f"PostgreSQL has {free} of {before['max_connections']} connections free; this arm "
-                                      f"needs up to {needed} and --pg-headroom {backend.args.pg_headroom} stay free for others"}
+            return {
+                **arm,
+                "skipped": f"PostgreSQL has {free} of {before['max_connections']} connections free; this arm "
+                f"needs up to {needed} and --pg-headroom {backend.args.pg_headroom} stay free for others",
+            }
     server = None
     if backend.name == "grpc-postgresql":
         server = ctx.Process(target=serve_grpc, args=(backend.args.postgres_url, backend.port), daemon=True)
@@ -317,7 +363,9 @@ def drive(ctx, backend: Backend, workers: int) -> dict:
         sampler.stop.set()
         sampler.join()
     result = summarise(reports, go_at.value)
-    result.update(all_workers_open_s=round(open_all_s, 2), loadavg_1min=[round(load_start, 2), round(os.getloadavg()[0], 2)])
+    result.update(
+        all_workers_open_s=round(open_all_s, 2), loadavg_1min=[round(load_start, 2), round(os.getloadavg()[0], 2)]
+    )
     if sampler:
         result["pg_peak_connections"] = sampler.peak
     reader = ctx.Process(target=read_back, args=(backend, study_name, out))
@@ -329,10 +377,11 @@ def drive(ctx, backend: Backend, workers: int) -> dict:
 
 # ---- reading one large study: the same synthetic trials in every backend -----------------------------------
 
+
 def read_arm(backend: Backend, trials: int, source_url: str) -> dict:
     """``trials`` synthetic trials (``dashboards.sample``) written to ``backend``, then the fresh reader."""
     arm = {"backend": backend.name, "read_trials": trials}
-    if (why := backend.missing()):
+    if why := backend.missing():
         return {**arm, "skipped": why}
     ctx = mp.get_context("fork")
     name, out, server = f"bench-storage-read-{backend.tag}", ctx.Queue(), None
@@ -373,8 +422,12 @@ def fill(backend: Backend, name: str, trials: int, source_url: str, out) -> None
     elif backend.name == "grpc-postgresql":
         seed_study(open_storage(backend.args.postgres_url), name, trials)
     else:
-        optuna.copy_study(from_study_name="source", from_storage=open_storage(source_url),
-                          to_storage=backend.open(), to_study_name=name)
+        optuna.copy_study(
+            from_study_name="source",
+            from_storage=open_storage(source_url),
+            to_storage=backend.open(),
+            to_study_name=name,
+        )
     out.put(round(time.perf_counter() - t0, 2))
 
 
@@ -410,40 +463,62 @@ def summarise(reports: list[dict], start: float) -> dict:
     errors = Counter()
     for r in opened:
         errors.update(r["errors"])
-    return {"completed_trials": done, "span_s": round(span, 2),
-            "completed_trials_per_s": round(done / span, 2) if span > 0 else None,
-            "worker_cpu_ms_per_trial": round(1000 * sum(r["cpu_s"] for r in opened) / done, 1) if done else None,
-            "calls": len(every), "latency_ms": {"all": {"p50": pct(every, 0.5), "p99": pct(every, 0.99)},
-                                                 **{k: {"p50": pct(calls[k], 0.5), "p99": pct(calls[k], 0.99),
-                                                        "n": len(calls[k])} for k in KINDS}},
-            "errors": dict(errors.most_common()),
-            "workers_failed_to_open": Counter(r["open_error"] for r in reports if "open_error" in r),
-            "worker_open_s": {"median": round(statistics.median([r["open_s"] for r in opened]), 3),
-                              "max": round(max(r["open_s"] for r in opened), 3)} if opened else None}
+    return {
+        "completed_trials": done,
+        "span_s": round(span, 2),
+        "completed_trials_per_s": round(done / span, 2) if span > 0 else None,
+        "worker_cpu_ms_per_trial": round(1000 * sum(r["cpu_s"] for r in opened) / done, 1) if done else None,
+        "calls": len(every),
+        "latency_ms": {
+            "all": {"p50": pct(every, 0.5), "p99": pct(every, 0.99)},
+            **{k: {"p50": pct(calls[k], 0.5), "p99": pct(calls[k], 0.99), "n": len(calls[k])} for k in KINDS},
+        },
+        "errors": dict(errors.most_common()),
+        "workers_failed_to_open": Counter(r["open_error"] for r in reports if "open_error" in r),
+        "worker_open_s": {
+            "median": round(statistics.median([r["open_s"] for r in opened]), 3),
+            "max": round(max(r["open_s"] for r in opened), 3),
+        }
+        if opened
+        else None,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS))
-    parser.add_argument("--workers", nargs="+", type=int, default=[1, 4, 16, 64],
-                        help="concurrent worker processes (P); 1 is lwnas's own case: the sweep's driver is the one writer")
+    parser.add_argument(
+        "--workers",
+        nargs="+",
+        type=int,
+        default=[1, 4, 16, 64],
+        help="concurrent worker processes (P); 1 is lwnas's own case: the sweep's driver is the one writer",
+    )
     parser.add_argument("--seconds", type=float, default=20.0, help="how long every worker writes trials")
     parser.add_argument("--epochs", type=int, default=5, help="per-epoch user attributes per trial (E)")
-    parser.add_argument("--postgres-url", default=os.environ.get("LWNAS_TEST_POSTGRES",
-                                                                 "postgresql://postgres@127.0.0.1:5432/postgres"))
+    parser.add_argument(
+        "--postgres-url", default=os.environ.get("LWNAS_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
+    )
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     parser.add_argument("--grpc-port", type=int, default=0, help="proxy port (0: a free one)")
-    parser.add_argument("--pg-headroom", type=int, default=20,
-                        help="PostgreSQL connections to leave free for other users of the server")
+    parser.add_argument(
+        "--pg-headroom", type=int, default=20, help="PostgreSQL connections to leave free for other users of the server"
+    )
     parser.add_argument("--reader-timeout", type=float, default=600.0, help="seconds the fresh reader may take")
-    parser.add_argument("--read-trials", type=int, default=0,
-                        help="also write this many synthetic trials (dashboards.sample) into each backend and time a "
-                             "fresh reader on them (0: skip)")
+    parser.add_argument(
+        "--read-trials",
+        type=int,
+        default=0,
+        help="also write this many synthetic trials (dashboards.sample) into each backend and time a "
+        "fresh reader on them (0: skip)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the studies (default: delete them after reading)")
     args = parser.parse_args()
     if any(p < 0 for p in args.workers) or args.seconds <= 0 or args.epochs < 0 or args.read_trials < 0:
-        parser.error(f"--workers must be >= 1 (0: no write arms), --seconds > 0, --epochs >= 0 and --read-trials >= 0, "
-                     f"but got {args.workers=}, {args.seconds=}, {args.epochs=}, {args.read_trials=}")
+        parser.error(
+            f"--workers must be >= 1 (0: no write arms), --seconds > 0, --epochs >= 0 and --read-trials >= 0, "
+            f"but got {args.workers=}, {args.seconds=}, {args.epochs=}, {args.read_trials=}"
+        )
     if not any(args.workers) and not args.read_trials:
         parser.error("nothing to run: --workers are all 0 and --read-trials is 0")
     monitor = LoadMonitor(threads=1)
@@ -459,7 +534,13 @@ def main() -> None:
                 try:
                     results.append(run_arm(backend, workers))
                 except Exception as exc:  # noqa: BLE001 - one broken arm is reported; the others still run
-                    results.append({"backend": name, "workers": workers, "failed": traceback.format_exception_only(exc)[-1].strip()})
+                    results.append(
+                        {
+                            "backend": name,
+                            "workers": workers,
+                            "failed": traceback.format_exception_only(exc)[-1].strip(),
+                        }
+                    )
                 log(json.dumps(results[-1])[:400])
         if args.read_trials:
             results += read_arms(args, workdir)
@@ -482,8 +563,13 @@ def read_arms(args: argparse.Namespace, workdir: Path) -> list[dict]:
         try:
             results.append(read_arm(backend, args.read_trials, source))
         except Exception as exc:  # noqa: BLE001 - one broken arm is reported; the others still run
-            results.append({"backend": name, "read_trials": args.read_trials,
-                            "failed": traceback.format_exception_only(exc)[-1].strip()})
+            results.append(
+                {
+                    "backend": name,
+                    "read_trials": args.read_trials,
+                    "failed": traceback.format_exception_only(exc)[-1].strip(),
+                }
+            )
         log(json.dumps(results[-1])[:400])
     return results
 

@@ -1,6 +1,6 @@
 """Framework overhead of `lwnas sweep`: the same N short trials through the sweep (Ray Tune +
-lwnas's searcher on Optuna's ask-and-tell + SQLite storage) and through a plain in-process Optuna loop that trains the same
-configurations with the same training loop, one trial at a time in both.
+lwnas's searcher on Optuna's ask-and-tell + SQLite storage) and through a plain in-process Optuna
+loop that trains the same configurations with the same training loop, one trial at a time in both.
 
 Both use Optuna's RandomSampler with one seed over the same define-by-run space, so they train the
 same points. Prints JSON: wall time of each, their ratio, and seconds of overhead per trial, with
@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import yaml
-
-from _common import OVERHEAD_STUDY as STUDY, HelpFormatter, LoadMonitor, log
+from _common import OVERHEAD_STUDY as STUDY
+from _common import HelpFormatter, LoadMonitor, log
 
 
 def plain_optuna(study, trials: int) -> tuple[float, list]:
@@ -35,8 +35,9 @@ def plain_optuna(study, trials: int) -> tuple[float, list]:
 
     def objective(trial):
         point = study.space.resolve(suggest(trial))
-        settings = TrainSettings.from_dict({**study.training, **point.training, "epochs": study.budget.epochs,
-                                            "seed": trial.number})
+        settings = TrainSettings.from_dict(
+            {**study.training, **point.training, "epochs": study.budget.epochs, "seed": trial.number}
+        )
         result = train(point.config, task, settings, progress=False, data=data)
         return result.val["accuracy"], result.params
 
@@ -81,14 +82,23 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         log(f"lwnas sweep (Ray Tune + Optuna ask-and-tell + SQLite): {args.trials} trials x {args.epochs} epochs")
         sweep_s, init_s, sweep_params = through_sweep(study, args.trials, f"sqlite:///{Path(tmp) / 'bench.db'}")
-    print(json.dumps({
-        "trials": args.trials, "epochs": args.epochs, "same_configurations": plain_params == sweep_params,
-        "plain_optuna_s": round(plain_s, 2), "lwnas_sweep_s": round(sweep_s, 2), "ray_init_s": round(init_s, 2),
-        "ratio_sweep_over_plain": round(sweep_s / plain_s, 3),
-        "overhead_per_trial_s": round((sweep_s - plain_s) / args.trials, 3),
-        "machine": monitor.report(),
-        "study": yaml.safe_dump(spec, sort_keys=False),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "trials": args.trials,
+                "epochs": args.epochs,
+                "same_configurations": plain_params == sweep_params,
+                "plain_optuna_s": round(plain_s, 2),
+                "lwnas_sweep_s": round(sweep_s, 2),
+                "ray_init_s": round(init_s, 2),
+                "ratio_sweep_over_plain": round(sweep_s / plain_s, 3),
+                "overhead_per_trial_s": round((sweep_s - plain_s) / args.trials, 3),
+                "machine": monitor.report(),
+                "study": yaml.safe_dump(spec, sort_keys=False),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import OVERHEAD_STUDY as STUDY, HelpFormatter, LoadMonitor, log
+from _common import OVERHEAD_STUDY as STUDY
+from _common import HelpFormatter, LoadMonitor, log
 
 
 class Space:
@@ -50,17 +51,26 @@ def plain_ray(study, trials: int, storage_path: str) -> float:
 
         task, data = _task_and_data(study.task, dict(study.task_options))
         point = study.space.resolve(config)
-        settings = TrainSettings.from_dict({**study.training, **point.training, "epochs": study.budget.epochs,
-                                            "seed": 0})
-        fit(adapt_config(point.config, task), task, settings, callback=lambda r: tune.report(r), progress=False,
-            data=data)
+        settings = TrainSettings.from_dict(
+            {**study.training, **point.training, "epochs": study.budget.epochs, "seed": 0}
+        )
+        fit(
+            adapt_config(point.config, task),
+            task,
+            settings,
+            callback=lambda r: tune.report(r),
+            progress=False,
+            data=data,
+        )
 
-    search = OptunaSearch(space=Space(study), metric="val_accuracy", mode="max",
-                          sampler=optuna.samplers.RandomSampler(seed=0))
-    tuner = tune.Tuner(tune.with_resources(train, {"cpu": 1}),
-                       tune_config=tune.TuneConfig(search_alg=search, num_samples=trials, max_concurrent_trials=1,
-                                                   reuse_actors=True),
-                       run_config=tune.RunConfig(storage_path=storage_path, verbose=0))
+    search = OptunaSearch(
+        space=Space(study), metric="val_accuracy", mode="max", sampler=optuna.samplers.RandomSampler(seed=0)
+    )
+    tuner = tune.Tuner(
+        tune.with_resources(train, {"cpu": 1}),
+        tune_config=tune.TuneConfig(search_alg=search, num_samples=trials, max_concurrent_trials=1, reuse_actors=True),
+        run_config=tune.RunConfig(storage_path=storage_path, verbose=0),
+    )
     t0 = time.perf_counter()
     tuner.fit()
     return time.perf_counter() - t0
@@ -75,8 +85,12 @@ def through_sweep(study, trials: int, storage: str) -> float:
 
 
 def spread(values: list[float]) -> dict:
-    return {"median": round(statistics.median(values), 3), "min": round(min(values), 3),
-            "max": round(max(values), 3), "all": [round(v, 3) for v in values]}
+    return {
+        "median": round(statistics.median(values), 3),
+        "min": round(min(values), 3),
+        "max": round(max(values), 3),
+        "all": [round(v, 3) for v in values],
+    }
 
 
 def main() -> None:
@@ -95,7 +109,11 @@ def main() -> None:
     monitor = LoadMonitor(threads=1)
     # what `lwnas sweep` sets before it starts Ray (tuners.sweep._init_ray), for both arms: the sweep
     # skips it when Ray is already up, and Tune's new output would print its tables to stdout
-    for name, value in (("RAY_DEDUP_LOGS", "0"), ("RAY_AIR_NEW_OUTPUT", "0"), ("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")):
+    for name, value in (
+        ("RAY_DEDUP_LOGS", "0"),
+        ("RAY_AIR_NEW_OUTPUT", "0"),
+        ("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1"),
+    ):
         os.environ.setdefault(name, value)
     t0 = time.perf_counter()
     ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
@@ -103,7 +121,7 @@ def main() -> None:
     per_trial: dict[str, list[float]] = {"lwnas": [], "plain": []}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.repeats):
-            for arm in (("lwnas", "plain") if r % 2 == 0 else ("plain", "lwnas")):
+            for arm in ("lwnas", "plain") if r % 2 == 0 else ("plain", "lwnas"):
                 log(f"repeat {r + 1}/{args.repeats}: {arm}, {args.trials} trials x {args.epochs} epochs")
                 if arm == "lwnas":
                     study = study_from_dict({**spec, "name": f"overhead-{r}"}, task_family=task_family)
@@ -113,12 +131,20 @@ def main() -> None:
                     wall = plain_ray(study, args.trials, str(Path(tmp) / f"plain{r}"))
                 per_trial[arm].append(wall / args.trials)
     ratios = [a / b for a, b in zip(per_trial["lwnas"], per_trial["plain"])]
-    print(json.dumps({
-        "trials": args.trials, "epochs": args.epochs, "repeats": args.repeats, "ray_init_s": round(init_s, 2),
-        "per_trial_s": {arm: spread(v) for arm, v in per_trial.items()},
-        "ratio_lwnas_over_plain": spread(ratios),
-        "machine": monitor.report(),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "trials": args.trials,
+                "epochs": args.epochs,
+                "repeats": args.repeats,
+                "ray_init_s": round(init_s, 2),
+                "per_trial_s": {arm: spread(v) for arm, v in per_trial.items()},
+                "ratio_lwnas_over_plain": spread(ratios),
+                "machine": monitor.report(),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -58,8 +58,9 @@ def pick_study(url: str) -> str | None:
         st.code(f"lwnas sweep studies/quickstart.yaml --storage {shlex.quote(masked(url))}", language="bash")
         return None
     rows = table.set_index("study").to_dict("index")
-    name = st.sidebar.selectbox("Study", list(rows), key="study",
-                                format_func=lambda n: f"{n} · {rows[n]['trials']} trials · {rows[n]['state']}")
+    name = st.sidebar.selectbox(
+        "Study", list(rows), key="study", format_func=lambda n: f"{n} · {rows[n]['trials']} trials · {rows[n]['state']}"
+    )
     with st.sidebar.expander("All studies", expanded=False):
         st.dataframe(table, hide_index=True)
     return name
@@ -69,9 +70,12 @@ def refresh_controls(url: str, data: StudyData) -> None:
     """Sidebar: a refresh button and automatic refresh while the study has running trials."""
     if st.sidebar.button("Refresh now", key="refresh"):
         studies.clear()
-    auto = st.sidebar.toggle("Auto-refresh", value=data.running > 0 or not data.records,
-                             key=f"auto_refresh_{data.name}",
-                             help=f"Check for new trials every {REFRESH_S} s (on by default while trials run).")
+    auto = st.sidebar.toggle(
+        "Auto-refresh",
+        value=data.running > 0 or not data.records,
+        key=f"auto_refresh_{data.name}",
+        help=f"Check for new trials every {REFRESH_S} s (on by default while trials run).",
+    )
     if auto:
         watch(url, data.name, data.version)
 
@@ -97,16 +101,22 @@ def selection_controls(data: StudyData) -> None:
         st.session_state[views.SELECTED] = [r.number for r in data.front()]
     if c2.button("Clear", key="clear_selection"):
         st.session_state[views.SELECTED] = []
-    st.sidebar.multiselect("Selected trials", exportable, key=views.SELECTED,
-                           help="For comparison and export; add trials from the front or the table too.")
+    st.sidebar.multiselect(
+        "Selected trials",
+        exportable,
+        key=views.SELECTED,
+        help="For comparison and export; add trials from the front or the table too.",
+    )
 
 
 def summary(data: StudyData, url: str) -> None:
     st.title(md(data.name), anchor=False)
     counts = data.frame["outcome"].value_counts().to_dict()
     objectives = ", ".join(f"{md(m)} ({'max' if d == 'maximize' else 'min'})" for m, d in data.objectives)
-    st.caption(f"task {md(data.spec.get('task', '—'))} · objectives {objectives} · storage {md(masked(url))}"
-               + (f" · {md(data.spec['description'])}" if data.spec.get("description") else ""))
+    st.caption(
+        f"task {md(data.spec.get('task', '—'))} · objectives {objectives} · storage {md(masked(url))}"
+        + (f" · {md(data.spec['description'])}" if data.spec.get("description") else "")
+    )
     cols = st.columns(4)
     cols[0].metric("trials", len(data.records))
     cols[1].metric("complete", counts.get(Outcome.COMPLETE.value, 0))
@@ -115,8 +125,10 @@ def summary(data: StudyData, url: str) -> None:
     st.caption(" · ".join(f"{md(k)} {v}" for k, v in counts.items()))
     if data.rejected:
         reasons = ", ".join(f"{md(k)}: {md(v)}" for k, v in data.rejected.get("reasons", {}).items())
-        st.caption(f"constraints rejected {md(data.rejected.get('rejected'))} of {md(data.rejected.get('checked'))} "
-                   f"proposed points ({reasons})")
+        st.caption(
+            f"constraints rejected {md(data.rejected.get('rejected'))} of {md(data.rejected.get('checked'))} "
+            f"proposed points ({reasons})"
+        )
 
 
 def study_page(url: str, name: str) -> None:
@@ -131,8 +143,11 @@ def study_page(url: str, name: str) -> None:
         st.error(f"Study {md(repr(name))} is no longer in the storage (deleted or renamed): press “Refresh now”.")
         return
     listed = studies(url).set_index("study")["state"].get(name)
-    if listed is not None and (listed == "running") != (data.running > 0) \
-            and st.session_state.get("relabelled") != (name, data.version):
+    if (
+        listed is not None
+        and (listed == "running") != (data.running > 0)
+        and st.session_state.get("relabelled") != (name, data.version)
+    ):
         # the sidebar's list is older than the trials just read (a sweep ended or started since): relist once
         st.session_state["relabelled"] = (name, data.version)
         studies.clear()
@@ -140,18 +155,25 @@ def study_page(url: str, name: str) -> None:
     refresh_controls(url, data)
     if not data.records:
         st.title(md(name), anchor=False)
-        st.info(f"Study {md(repr(name))} has no trials yet. Its sweep may still be starting: this page refreshes "
-                "itself while the study runs (or use “Refresh now”).")
+        st.info(
+            f"Study {md(repr(name))} has no trials yet. Its sweep may still be starting: this page refreshes "
+            "itself while the study runs (or use “Refresh now”)."
+        )
         return
     selection_controls(data)
     summary(data, url)
     key = (url, name, data.token)
-    pages = {"Pareto front": lambda: views.front_tab(data, key), "Hypervolume": lambda: views.hypervolume_tab(data, key),
-             "Knob importance": lambda: views.importance_tab(data, key, url),
-             "Trials": lambda: views.trials_tab(data), "Trial detail": lambda: views.detail_tab(data),
-             "Compare": lambda: views.compare_tab(data), "Export": lambda: views.export_tab(data, url),
-             "Confirmation": lambda: study_views.confirmation_tab(data),
-             "Compare studies": lambda: study_views.compare_studies_tab(data, url)}
+    pages = {
+        "Pareto front": lambda: views.front_tab(data, key),
+        "Hypervolume": lambda: views.hypervolume_tab(data, key),
+        "Knob importance": lambda: views.importance_tab(data, key, url),
+        "Trials": lambda: views.trials_tab(data),
+        "Trial detail": lambda: views.detail_tab(data),
+        "Compare": lambda: views.compare_tab(data),
+        "Export": lambda: views.export_tab(data, url),
+        "Confirmation": lambda: study_views.confirmation_tab(data),
+        "Compare studies": lambda: study_views.compare_studies_tab(data, url),
+    }
     # only the open tab runs (and is sent to the browser): a large study stays quick on every rerun
     for tab, draw in zip(st.tabs(list(pages), key=views.VIEW, on_change="rerun"), pages.values()):
         if tab.open:
@@ -170,8 +192,10 @@ def main() -> None:
         st.error(md(exc))
     except SQLAlchemyError as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        st.error(f"Reading {md(masked(url))} failed: {md(reason.replace(url, masked(url)))}. Is the database still "
-                 "reachable? Press “Refresh now” to try again.")
+        st.error(
+            f"Reading {md(masked(url))} failed: {md(reason.replace(url, masked(url)))}. Is the database still "
+            "reachable? Press “Refresh now” to try again."
+        )
 
 
 main()

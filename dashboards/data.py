@@ -26,10 +26,10 @@ import pandas as pd
 from optuna.trial import TrialState
 
 from tuners import storage as keys
-from tuners.record_read import RecordReader, collector_paused
 from tuners.objectives import direction_names, minimised, nondominated
 from tuners.outcomes import Outcome
 from tuners.pareto import front_candidates, hypervolume, reference_point
+from tuners.record_read import RecordReader, collector_paused
 from tuners.seeds import SeedGroup, groups_of
 from tuners.storage import StorageError, TrialRecord, masked, open_storage, record_of
 
@@ -46,10 +46,12 @@ FREEZE_AFTER = 1000  # trials read at once above which the collector stops track
 def connect(url: str) -> Any:
     """Open ``url`` for reading; a missing SQLite file is an error here, not a new empty database."""
     if url.startswith("sqlite:///") and ":memory:" not in url:
-        path = url[len("sqlite:///"):].split("?", 1)[0]
+        path = url[len("sqlite:///") :].split("?", 1)[0]
         if path and not path.startswith("file:") and not Path(path).is_file():
-            raise StorageError(f"no database at {masked(url)}: {Path(path).resolve()} does not exist. Start a "
-                               f"sweep with `lwnas sweep STUDY.yaml --storage {masked(url)}` or pass --storage.")
+            raise StorageError(
+                f"no database at {masked(url)}: {Path(path).resolve()} does not exist. Start a "
+                f"sweep with `lwnas sweep STUDY.yaml --storage {masked(url)}` or pass --storage."
+            )
     return open_storage(url)
 
 
@@ -65,6 +67,7 @@ def objectives_of(storage: Any, name: str, user_attrs: dict[str, Any], direction
 
 def count_trials(storage: Any, study_id: int, at_least: int = 0) -> int:
     """Trials in a study without loading them: numbers are 0..n-1, so search for the first missing one."""
+
     def exists(number: int) -> bool:
         try:
             storage.get_trial_id_from_study_id_trial_number(study_id, number)
@@ -107,14 +110,21 @@ def list_studies(url: str) -> pd.DataFrame:
         sid = storage.get_study_id_from_name(frozen.study_name)
         n = count_trials(storage, sid)
         running = storage.get_all_trials(sid, deepcopy=False, states=OPEN_STATES)
-        recent = [storage.get_trial(storage.get_trial_id_from_study_id_trial_number(sid, i))
-                  for i in range(max(0, n - RECENT), n)]
+        recent = [
+            storage.get_trial(storage.get_trial_id_from_study_id_trial_number(sid, i))
+            for i in range(max(0, n - RECENT), n)
+        ]
         times = [t for t in map(_last_time, [*recent, *running]) if t is not None]
         objectives = objectives_of(storage, frozen.study_name, frozen.user_attrs, frozen.directions)
-        rows.append({"study": frozen.study_name, "trials": n,
-                     "state": study_state(storage, sid, n, running, recent),
-                     "objectives": ", ".join(f"{m} {'↑' if d == 'maximize' else '↓'}" for m, d in objectives),
-                     "last update": max(times) if times else None})
+        rows.append(
+            {
+                "study": frozen.study_name,
+                "trials": n,
+                "state": study_state(storage, sid, n, running, recent),
+                "objectives": ", ".join(f"{m} {'↑' if d == 'maximize' else '↓'}" for m, d in objectives),
+                "last update": max(times) if times else None,
+            }
+        )
     return pd.DataFrame(rows, columns=["study", "trials", "state", "objectives", "last update"])
 
 
@@ -187,8 +197,9 @@ class StudyData:
             if r.number not in self.knob_rows:
                 self.knob_rows[r.number] = knobs_of(r)
         # the fullest config gives the order; records with the same knobs add nothing, so look at each kind once
-        kinds = self.kinds if self.kinds is not None else {kind_of(r, self.knob_rows[r.number]): None
-                                                           for r in self.records}
+        kinds = (
+            self.kinds if self.kinds is not None else {kind_of(r, self.knob_rows[r.number]): None for r in self.records}
+        )
         seen: dict[str, None] = {}
         for _, knobs in sorted(kinds, key=lambda kind: kind[0]):  # stable: equal lengths keep trial order
             seen.update(dict.fromkeys(knobs))
@@ -258,8 +269,11 @@ class StudyData:
         Built column by column: a frame from one dict per row spent seconds at 100,000 trials in pandas'
         per-row inference, a list per column takes one pass over the records each."""
         nan = math.nan
-        columns: dict[str, Any] = {"trial": [r.number for r in records], "outcome": [r.outcome for r in records],
-                                   "state": [r.state for r in records]}
+        columns: dict[str, Any] = {
+            "trial": [r.number for r in records],
+            "outcome": [r.outcome for r in records],
+            "state": [r.state for r in records],
+        }
         for i, metric in enumerate(self.metrics):
             values = [r.values[i] if r.values is not None else nan for r in records]
             if metric in COST_METRICS:
@@ -270,16 +284,38 @@ class StudyData:
         # inferred together, as one frame: pandas infers a frame of text columns differently from each column
         knobs = pd.DataFrame(self._knob_columns(records, text_knobs), columns=self.knobs, dtype=object)
         columns.update(knobs.infer_objects().items())
-        columns.update({"seeds": [None] * len(records), "epochs": [len(r.epochs) for r in records],
-                        "wall_time": [r.wall_time for r in records], "host": [r.host for r in records],
-                        "failure": [r.failure for r in records], "started": [r.datetime_start for r in records],
-                        "completed": [r.datetime_complete for r in records]})
+        columns.update(
+            {
+                "seeds": [None] * len(records),
+                "epochs": [len(r.epochs) for r in records],
+                "wall_time": [r.wall_time for r in records],
+                "host": [r.host for r in records],
+                "failure": [r.failure for r in records],
+                "started": [r.datetime_start for r in records],
+                "completed": [r.datetime_complete for r in records],
+            }
+        )
         for name, column in columns.items():  # pandas' own inference, as for a column of a frame built from rows
             if not isinstance(column, pd.Series):
                 columns[name] = pd.Series(column, dtype=object if name == "seeds" else None)
-        return pd.DataFrame(columns, columns=["trial", "outcome", "state", *self.metrics, *costs, *self.knobs,
-                                              "seeds", "epochs", "wall_time", "host", "failure", "started",
-                                              "completed"])
+        return pd.DataFrame(
+            columns,
+            columns=[
+                "trial",
+                "outcome",
+                "state",
+                *self.metrics,
+                *costs,
+                *self.knobs,
+                "seeds",
+                "epochs",
+                "wall_time",
+                "host",
+                "failure",
+                "started",
+                "completed",
+            ],
+        )
 
     def _spliced(self, previous: StudyData, costs: list[str]) -> pd.DataFrame | None:
         """The previous table with the changed trials' rows replaced or added; None where a changed row
@@ -297,8 +333,11 @@ class StudyData:
             # (a WAITING trial, config {}, that got planned) may have been what made the column text; then
             # only an unchanged row showing '—' keeps it so (an empty cell: text; the string '—': the column
             # holds text either way); otherwise build the whole table rather than keep stale text.
-            retyped = any(type(_cell(before[n].get(k))) is not type(_cell(self.knob_rows[n].get(k)))
-                          for n in self.changed if n in before)
+            retyped = any(
+                type(_cell(before[n].get(k))) is not type(_cell(self.knob_rows[n].get(k)))
+                for n in self.changed
+                if n in before
+            )
             if retyped and not kept[k].eq("—").any():
                 return None
         part = self._rows([self.by_number[n] for n in sorted(self.changed)], costs, text)
@@ -307,8 +346,9 @@ class StudyData:
         for column in part.columns:
             if column == "seeds" or part[column].dtype == old[column].dtype:
                 continue
-            if part[column].isna().all() and (old[column].dtype.kind in "fM"
-                                               or pd.api.types.is_string_dtype(old[column].dtype)):
+            if part[column].isna().all() and (
+                old[column].dtype.kind in "fM" or pd.api.types.is_string_dtype(old[column].dtype)
+            ):
                 part[column] = part[column].astype(old[column].dtype)  # e.g. no end time yet: NaT
             else:
                 return None
@@ -363,11 +403,15 @@ class StudyData:
         if metrics not in self._fronts:
             idx = [self.metrics.index(m) for m in metrics]
             directions = [self.directions[i] for i in idx]
+
             def compute(records: list[TrialRecord]) -> list[TrialRecord]:
                 return non_dominated(records, idx, directions)
 
-            self._fronts[metrics] = (self.live.memo.front(metrics, self.live.size, compute, lambda: self.candidates)
-                                     if self.live else compute(self.candidates))
+            self._fronts[metrics] = (
+                self.live.memo.front(metrics, self.live.size, compute, lambda: self.candidates)
+                if self.live
+                else compute(self.candidates)
+            )
         return self._fronts[metrics]
 
     @cached_property
@@ -377,6 +421,7 @@ class StudyData:
         candidates = {r.number for r in self.candidates}
         front: list[TrialRecord] = []
         current, rows = 0.0, []
+
         def point(r: TrialRecord) -> np.ndarray:
             return minimised(r.values, self.directions)
 
@@ -444,8 +489,9 @@ class TrialCache:
                 live = self._live.update([(read.record, read.parent) for read in trials])
                 if trials or self._data is None or attrs != self._attrs:
                     self._attrs = attrs
-                    self._data = self._study_data(storage, study_id, attrs, {read.record.number for read in trials},
-                                                  live)
+                    self._data = self._study_data(
+                        storage, study_id, attrs, {read.record.number for read in trials}, live
+                    )
             if len(trials) > FREEZE_AFTER:
                 # the records live as long as the dashboard: keep the collector's full passes off them (at
                 # 100,000 trials each pass walks millions of objects); reference counting still frees them
@@ -461,8 +507,9 @@ class TrialCache:
         kind = self._kind_of[record.number] = kind_of(record, self._knob_rows[record.number])
         self._kind_trials.setdefault(kind, set()).add(record.number)
 
-    def _study_data(self, storage: Any, study_id: int, attrs: dict[str, Any], changed: set[int],
-                    live: LiveView) -> StudyData:
+    def _study_data(
+        self, storage: Any, study_id: int, attrs: dict[str, Any], changed: set[int], live: LiveView
+    ) -> StudyData:
         objectives = objectives_of(storage, self.name, attrs, storage.get_study_directions(study_id))
         version = (self._data.version + 1) if self._data else 0
         previous = self._data
@@ -470,11 +517,21 @@ class TrialCache:
             # the page never built that load's table: splice into the one before it, with both loads' changes
             previous, changed = previous.previous, previous.changed | changed
             self._data.previous = None  # no chain of old loads kept alive
-        return StudyData(self.name, objectives, attrs.get(keys.STUDY_SPEC) or {}, attrs.get(keys.STUDY_REJECTED),
-                         [self._records[n] for n in sorted(self._records)], version,
-                         confirmations=list(attrs.get(keys.STUDY_CONFIRMATIONS, [])), parents=dict(self._parents),
-                         knob_rows=dict(self._knob_rows), previous=previous, changed=changed, live=live,
-                         kinds=sorted(self._kind_trials, key=lambda kind: min(self._kind_trials[kind])))
+        return StudyData(
+            self.name,
+            objectives,
+            attrs.get(keys.STUDY_SPEC) or {},
+            attrs.get(keys.STUDY_REJECTED),
+            [self._records[n] for n in sorted(self._records)],
+            version,
+            confirmations=list(attrs.get(keys.STUDY_CONFIRMATIONS, [])),
+            parents=dict(self._parents),
+            knob_rows=dict(self._knob_rows),
+            previous=previous,
+            changed=changed,
+            live=live,
+            kinds=sorted(self._kind_trials, key=lambda kind: min(self._kind_trials[kind])),
+        )
 
 
 def export_records(url: str, name: str, numbers: list[int]) -> tuple[optuna.Study, list[TrialRecord]]:
@@ -482,5 +539,6 @@ def export_records(url: str, name: str, numbers: list[int]) -> tuple[optuna.Stud
     storage = connect(url)
     ot_study = optuna.load_study(study_name=name, storage=storage)
     study_id = storage.get_study_id_from_name(name)
-    return ot_study, [record_of(storage.get_trial(storage.get_trial_id_from_study_id_trial_number(study_id, n)))
-                      for n in numbers]
+    return ot_study, [
+        record_of(storage.get_trial(storage.get_trial_id_from_study_id_trial_number(study_id, n))) for n in numbers
+    ]

@@ -26,7 +26,7 @@ def export_download(url: str, study: str, numbers: list[int]) -> Download:
     ot_study, records = export_records(url, study, sorted(numbers))
     files = {export_file_name(ot_study, r): export_text(ot_study, r) for r in records}
     if len(files) == 1:
-        (name, text), = files.items()
+        ((name, text),) = files.items()
         return Download(name, text.encode("utf-8"), "application/x-yaml", files)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as zf:

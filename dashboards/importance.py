@@ -31,8 +31,10 @@ def knob_importances(url: str, data: StudyData) -> pd.DataFrame:
     """
     candidates = {r.number for r in data.candidates}
     if len(candidates) < MIN_TRIALS:
-        raise TooFewTrials(f"knob importance needs at least {MIN_TRIALS} complete, feasible trials; "
-                         f"this study has {len(candidates)} so far")
+        raise TooFewTrials(
+            f"knob importance needs at least {MIN_TRIALS} complete, feasible trials; "
+            f"this study has {len(candidates)} so far"
+        )
     study = optuna.load_study(study_name=data.name, storage=connect(url))
     rows = []
     for i, (metric, direction) in enumerate(data.objectives):
@@ -51,8 +53,19 @@ def knob_importances(url: str, data: StudyData) -> pd.DataFrame:
 def importance_figure(table: pd.DataFrame, metric: str) -> go.Figure:
     """Horizontal bars of one objective's knob importances, the most important on top."""
     rows = table[table["objective"] == metric].sort_values("importance")
-    fig = go.Figure(go.Bar(x=rows["importance"], y=[plotly_text(k) for k in rows["knob"]], orientation="h",
-                           marker={"color": "#0072B2"}, hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
-    fig.update_layout(title=f"{plotly_text(metric)}: which knobs matter", xaxis_title="importance (PED-ANOVA)",
-                      height=150 + 28 * len(rows), margin={"t": 70, "l": 10})  # the title clears the toolbar
+    fig = go.Figure(
+        go.Bar(
+            x=rows["importance"],
+            y=[plotly_text(k) for k in rows["knob"]],
+            orientation="h",
+            marker={"color": "#0072B2"},
+            hovertemplate="%{y}: %{x:.3f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=f"{plotly_text(metric)}: which knobs matter",
+        xaxis_title="importance (PED-ANOVA)",
+        height=150 + 28 * len(rows),
+        margin={"t": 70, "l": 10},
+    )  # the title clears the toolbar
     return fig

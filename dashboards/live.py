@@ -31,8 +31,9 @@ class FrontMemo:
         self._fronts: dict[tuple[str, ...], tuple[int, list[TrialRecord]]] = {}
         self._lock = threading.Lock()  # Streamlit sessions share one cache
 
-    def front(self, metrics: tuple[str, ...], size: int, compute: Front,
-              candidates: Callable[[], list[TrialRecord]]) -> list[TrialRecord]:
+    def front(
+        self, metrics: tuple[str, ...], size: int, compute: Front, candidates: Callable[[], list[TrialRecord]]
+    ) -> list[TrialRecord]:
         """The front over the first ``size`` candidates: the kept front plus those added since, else all."""
         with self._lock:
             seen, known = self._fronts.get(metrics, (-1, []))

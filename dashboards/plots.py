@@ -22,10 +22,22 @@ from .text import plotly_text
 
 FRONT = "Pareto front"  # the connected, highlighted non-dominated trials (one trace)
 CATEGORIES = ("non-dominated", "dominated", "infeasible", "pruned", "failed", "running")
-CATEGORY_COLOURS = {"non-dominated": "#d62728", "dominated": "#7f9fbf", "infeasible": "#ff9f1c",
-                    "pruned": "#9e9e9e", "failed": "#222222", "running": "#2ca02c"}
-CATEGORY_SYMBOLS = {"non-dominated": "circle", "dominated": "circle", "infeasible": "x", "pruned": "circle-open",
-                    "failed": "x-thin-open", "running": "diamond"}
+CATEGORY_COLOURS = {
+    "non-dominated": "#d62728",
+    "dominated": "#7f9fbf",
+    "infeasible": "#ff9f1c",
+    "pruned": "#9e9e9e",
+    "failed": "#222222",
+    "running": "#2ca02c",
+}
+CATEGORY_SYMBOLS = {
+    "non-dominated": "circle",
+    "dominated": "circle",
+    "infeasible": "x",
+    "pruned": "circle-open",
+    "failed": "x-thin-open",
+    "running": "diamond",
+}
 # Okabe & Ito's colour-blind-safe palette for knob values: no two near-identical hues (Streamlit's own
 # theme starts with two blues); red is left to the front
 KNOB_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#F0E442", "#000000", "#999999")
@@ -66,8 +78,13 @@ def points(data: StudyData, metrics: list[str]) -> pd.DataFrame:
     pinned to the axis edge."""
     front = {r.number for r in data.front(metrics)}
     frame = data.frame
-    df = pd.DataFrame({"trial": frame["trial"], "outcome": frame["outcome"], "category": [
-        category(r.outcome, r.state, r.number in front) for r in data.records]})
+    df = pd.DataFrame(
+        {
+            "trial": frame["trial"],
+            "outcome": frame["outcome"],
+            "category": [category(r.outcome, r.state, r.number in front) for r in data.records],
+        }
+    )
     for i, m in enumerate(data.metrics):
         df[f"hover:{m}"] = [_fmt(plot_value(r, i, m)) for r in data.records]
     for k in data.varying_knobs:
@@ -92,37 +109,70 @@ def _encoding(data: StudyData, df: pd.DataFrame, by: str) -> str:
     if by == "outcome":
         return "category"
     values = pd.Series(data.knob_values(by), index=data.frame.index).loc[df.index]
-    df[by] = values if values.map(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)).all() \
-        and values.nunique() > 8 else values.map(plotly_text)
+    df[by] = (
+        values
+        if values.map(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)).all() and values.nunique() > 8
+        else values.map(plotly_text)
+    )
     return by
 
 
-def front_figure(data: StudyData, x: str, y: str, colour: str = "outcome", symbol: str = "outcome",
-                 show_reference: bool = False) -> go.Figure:
+def front_figure(
+    data: StudyData, x: str, y: str, colour: str = "outcome", symbol: str = "outcome", show_reference: bool = False
+) -> go.Figure:
     """Trials on two objectives, the non-dominated ones highlighted and connected."""
     df = points(data, [x, y])
     colour_col, symbol_col = _encoding(data, df, colour), _encoding(data, df, symbol)
     fig = px.scatter(
-        df, x=x, y=y, color=colour_col, symbol=symbol_col, custom_data=hover_columns(data),
+        df,
+        x=x,
+        y=y,
+        color=colour_col,
+        symbol=symbol_col,
+        custom_data=hover_columns(data),
         category_orders={"category": list(CATEGORIES)},
         color_discrete_map=CATEGORY_COLOURS if colour_col == "category" else None,
-        color_discrete_sequence=KNOB_COLOURS, color_continuous_scale="Viridis",
+        color_discrete_sequence=KNOB_COLOURS,
+        color_continuous_scale="Viridis",
         symbol_map=CATEGORY_SYMBOLS if symbol_col == "category" else None,
-        render_mode="webgl" if len(df) > WEBGL_ABOVE else "svg")
+        render_mode="webgl" if len(df) > WEBGL_ABOVE else "svg",
+    )
     fig.update_traces(hovertemplate=hover_template(data), marker={"size": 8, "opacity": 0.8})
     front = df[df["trial"].isin([r.number for r in data.front([x, y])])].sort_values(x)
-    fig.add_trace(go.Scatter(
-        x=front[x], y=front[y], mode="lines+markers+text", name=FRONT, customdata=front[hover_columns(data)].values,
-        text=[str(n) for n in front["trial"]], textposition="top center", textfont={"color": "#d62728", "size": 11},
-        hovertemplate=hover_template(data), line={"color": "#d62728", "width": 2},
-        marker={"size": 14, "symbol": "circle-open", "color": "#d62728", "line": {"width": 2}}))
+    fig.add_trace(
+        go.Scatter(
+            x=front[x],
+            y=front[y],
+            mode="lines+markers+text",
+            name=FRONT,
+            customdata=front[hover_columns(data)].values,
+            text=[str(n) for n in front["trial"]],
+            textposition="top center",
+            textfont={"color": "#d62728", "size": 11},
+            hovertemplate=hover_template(data),
+            line={"color": "#d62728", "width": 2},
+            marker={"size": 14, "symbol": "circle-open", "color": "#d62728", "line": {"width": 2}},
+        )
+    )
     if show_reference:
         ref = dict(zip(data.metrics, data.reference_point))
-        fig.add_trace(go.Scatter(x=[ref[x]], y=[ref[y]], mode="markers", name="reference point",
-                                 marker={"symbol": "x", "size": 12, "color": "#555"},
-                                 hovertemplate=f"reference point<br>{x} %{{x}}<br>{y} %{{y}}<extra></extra>"))
-    fig.update_layout(xaxis_title=_axis_title(data, x), yaxis_title=_axis_title(data, y), legend_title_text="",
-                      margin={"t": 30}, height=520)
+        fig.add_trace(
+            go.Scatter(
+                x=[ref[x]],
+                y=[ref[y]],
+                mode="markers",
+                name="reference point",
+                marker={"symbol": "x", "size": 12, "color": "#555"},
+                hovertemplate=f"reference point<br>{x} %{{x}}<br>{y} %{{y}}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        xaxis_title=_axis_title(data, x),
+        yaxis_title=_axis_title(data, y),
+        legend_title_text="",
+        margin={"t": 30},
+        height=520,
+    )
     return fig
 
 
@@ -135,14 +185,25 @@ def front_3d_figure(data: StudyData, metrics: list[str], colour: str = "outcome"
     """Three objectives in 3-D; non-dominated trials (over the three) in red."""
     df = points(data, metrics)
     colour_col = _encoding(data, df, colour)
-    fig = px.scatter_3d(df, x=metrics[0], y=metrics[1], z=metrics[2], color=colour_col,
-                        custom_data=hover_columns(data), category_orders={"category": list(CATEGORIES)},
-                        color_discrete_map=CATEGORY_COLOURS if colour_col == "category" else None,
-                        color_discrete_sequence=KNOB_COLOURS)
+    fig = px.scatter_3d(
+        df,
+        x=metrics[0],
+        y=metrics[1],
+        z=metrics[2],
+        color=colour_col,
+        custom_data=hover_columns(data),
+        category_orders={"category": list(CATEGORIES)},
+        color_discrete_map=CATEGORY_COLOURS if colour_col == "category" else None,
+        color_discrete_sequence=KNOB_COLOURS,
+    )
     fig.update_traces(hovertemplate=hover_template(data), marker={"size": 4})
     titles = [_axis_title(data, m) for m in metrics]
-    fig.update_layout(margin={"t": 30, "l": 0, "r": 0, "b": 0}, height=600, legend_title_text="",
-                      scene={"xaxis_title": titles[0], "yaxis_title": titles[1], "zaxis_title": titles[2]})
+    fig.update_layout(
+        margin={"t": 30, "l": 0, "r": 0, "b": 0},
+        height=600,
+        legend_title_text="",
+        scene={"xaxis_title": titles[0], "yaxis_title": titles[1], "zaxis_title": titles[2]},
+    )
     return fig
 
 
@@ -152,8 +213,12 @@ def parallel_figure(data: StudyData) -> go.Figure:
     rows = data.candidates
     dims = [{"label": _axis_title(data, m), "values": [r.values[i] for r in rows]} for i, m in enumerate(data.metrics)]
     colour = [1 if r.number in front else 0 for r in rows]
-    fig = go.Figure(go.Parcoords(dimensions=dims, line={"color": colour, "colorscale": [[0, "#b0c4de"], [1, "#d62728"]],
-                                                        "cmin": 0, "cmax": 1}))
+    fig = go.Figure(
+        go.Parcoords(
+            dimensions=dims,
+            line={"color": colour, "colorscale": [[0, "#b0c4de"], [1, "#d62728"]], "cmin": 0, "cmax": 1},
+        )
+    )
     # plotly centres each axis title on its axis and clips what crosses the figure's edge: leave room for
     # half of the outermost titles (about 7 px per character at plotly's default 12 px font)
     side = [int(3.5 * len(_axis_title(data, m))) + 20 for m in (data.metrics[0], data.metrics[-1])]
@@ -165,23 +230,49 @@ def hypervolume_figure(data: StudyData) -> go.Figure:
     """Hypervolume of the trials up to each trial number, with the reference point in the title."""
     hv = data.hypervolume_over_trials
     ref = ", ".join(f"{plotly_text(m)} {_fmt(v)}" for m, v in zip(data.metrics, data.reference_point))
-    fig = go.Figure(go.Scatter(x=hv["trial"], y=hv["hypervolume"], mode="lines", line={"shape": "hv"},
-                               name="hypervolume", hovertemplate="trial %{x}<br>hypervolume %{y:.6g}<extra></extra>"))
-    fig.update_layout(title=f"Hypervolume over trials (reference point: {ref})", xaxis_title="trial",
-                      yaxis_title="hypervolume", height=400, margin={"t": 50})
+    fig = go.Figure(
+        go.Scatter(
+            x=hv["trial"],
+            y=hv["hypervolume"],
+            mode="lines",
+            line={"shape": "hv"},
+            name="hypervolume",
+            hovertemplate="trial %{x}<br>hypervolume %{y:.6g}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=f"Hypervolume over trials (reference point: {ref})",
+        xaxis_title="trial",
+        yaxis_title="hypervolume",
+        height=400,
+        margin={"t": 50},
+    )
     return fig
 
 
 def learning_curve_figure(curves: dict[str, list[dict[str, Any]]]) -> go.Figure:
     """Per-epoch metrics of one or more trials (``{label: epochs}``), one panel per metric."""
-    rows = [{"trial": label, "epoch": e.get("epoch"), "metric": k, "value": v}
-            for label, epochs in curves.items() for e in epochs for k, v in e.items()
-            if (k.startswith("val_") or k == "train_loss") and isinstance(v, (int, float))]
+    rows = [
+        {"trial": label, "epoch": e.get("epoch"), "metric": k, "value": v}
+        for label, epochs in curves.items()
+        for e in epochs
+        for k, v in e.items()
+        if (k.startswith("val_") or k == "train_loss") and isinstance(v, (int, float))
+    ]
     df = pd.DataFrame(rows, columns=["trial", "epoch", "metric", "value"])
-    fig = px.line(df, x="epoch", y="value", color="trial", facet_col="metric", facet_col_wrap=3, markers=True,
-                  color_discrete_sequence=KNOB_COLOURS)  # compared trials: distinct colours, as knob values
+    fig = px.line(
+        df,
+        x="epoch",
+        y="value",
+        color="trial",
+        facet_col="metric",
+        facet_col_wrap=3,
+        markers=True,
+        color_discrete_sequence=KNOB_COLOURS,
+    )  # compared trials: distinct colours, as knob values
     fig.update_yaxes(matches=None, showticklabels=True)
     fig.for_each_annotation(lambda a: a.update(text=plotly_text(a.text.split("=", 1)[-1])))
-    fig.update_layout(height=320 * max(1, math.ceil(df["metric"].nunique() / 3)), margin={"t": 30},
-                      legend_title_text="")
+    fig.update_layout(
+        height=320 * max(1, math.ceil(df["metric"].nunique() / 3)), margin={"t": 30}, legend_title_text=""
+    )
     return fig

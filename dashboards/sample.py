@@ -38,29 +38,47 @@ DIRECTIONS = {"accuracy": "maximize", "params": "minimize", "madds": "minimize"}
 # The quickstart study's space (studies/quickstart.yaml) on the digits task's 4x4 grid of 2x2 patches.
 # Points are drawn from it and resolved through ArchConfig, so every knob of the table (searchspace/knobs.py)
 # is in each trial's record, as in a real sweep's.
-SPACE = SearchSpace.from_dict({
-    "d_model": {"choice": [32, 64]}, "heads": 4, "layers": {"int": [1, 2]},
-    "g_mha": {"choice": [True, False]}, "g_ffn": {"choice": [True, False]}, "groups": {"choice": [2, 4]},
-    "weight_sharing": {"choice": [True, False]}, "layer_sharing": {"choice": ["none", "albert"]},
-    "attention": {"choice": ["standard", "coupled"]}, "pooling": {"choice": ["mean", "sketch"]},
-    "sketch_n": {"int": [2, 8]}, "sketch_k": {"choice": [4, 8]}, "lr": {"float": [5e-4, 5e-3], "log": True},
-    "grid": [4, 4], "patch_features": 4, "num_classes": 10,
-}, family="encoder")
+SPACE = SearchSpace.from_dict(
+    {
+        "d_model": {"choice": [32, 64]},
+        "heads": 4,
+        "layers": {"int": [1, 2]},
+        "g_mha": {"choice": [True, False]},
+        "g_ffn": {"choice": [True, False]},
+        "groups": {"choice": [2, 4]},
+        "weight_sharing": {"choice": [True, False]},
+        "layer_sharing": {"choice": ["none", "albert"]},
+        "attention": {"choice": ["standard", "coupled"]},
+        "pooling": {"choice": ["mean", "sketch"]},
+        "sketch_n": {"int": [2, 8]},
+        "sketch_k": {"choice": [4, 8]},
+        "lr": {"float": [5e-4, 5e-3], "log": True},
+        "grid": [4, 4],
+        "patch_features": 4,
+        "num_classes": 10,
+    },
+    family="encoder",
+)
 DISTRIBUTIONS = optuna_search_space(SPACE)
 STUDY_SEED = 0
 # what trial_training reads of the study: the sample study's training section, epochs and seed
 SETTINGS = SimpleNamespace(training={"batch_size": 64, "threads": 1}, budget=SimpleNamespace(epochs=EPOCHS))
-FAILURES = ("loss became NaN at epoch {e}", "the trial's worker died (see Ray's log)",
-            "out of memory at epoch {e}")
+FAILURES = ("loss became NaN at epoch {e}", "the trial's worker died (see Ray's log)", "out of memory at epoch {e}")
 
 
 def study_spec(name: str, objectives: tuple[str, ...]) -> dict[str, Any]:
     """The study file a real sweep would have stored (``lwnas:study``)."""
-    return {"name": name, "description": "synthetic trials (dashboards.sample): nothing was trained",
-            "task": "digits", "objectives": [{"metric": m, "direction": DIRECTIONS[m]} for m in objectives],
-            "constraints": {"params": {"max": MAX_PARAMS}}, "budget": {"trials": 16, "epochs": EPOCHS},
-            "tuner": {"sampler": "nsga2", "scheduler": "none", "max_concurrent": 2, "seed": STUDY_SEED},
-            "training": SETTINGS.training, "space": {"d_model": {"choice": [32, 64]}}}
+    return {
+        "name": name,
+        "description": "synthetic trials (dashboards.sample): nothing was trained",
+        "task": "digits",
+        "objectives": [{"metric": m, "direction": DIRECTIONS[m]} for m in objectives],
+        "constraints": {"params": {"max": MAX_PARAMS}},
+        "budget": {"trials": 16, "epochs": EPOCHS},
+        "tuner": {"sampler": "nsga2", "scheduler": "none", "max_concurrent": 2, "seed": STUDY_SEED},
+        "training": SETTINGS.training,
+        "space": {"d_model": {"choice": [32, 64]}},
+    }
 
 
 def draw_params(rng: np.random.Generator) -> dict[str, Any]:
@@ -100,29 +118,47 @@ def learning_curve(final: float, epochs: int, rng: np.random.Generator) -> list[
         epoch_time = float(rng.uniform(0.2, 0.6))
         wall += epoch_time
         acc = final if e == EPOCHS else float(0.1 + (final - 0.1) * progress / (1 - math.exp(-EPOCHS / 2.5)))
-        out.append({"epoch": e, "train_loss": round(2.3 * (1 - 0.8 * progress) + rng.normal(0, 0.02), 6),
-                    "val_accuracy": acc, "val_loss": round(2.2 * (1 - 0.75 * progress), 6), "lr": 2e-3,
-                    "epoch_time": epoch_time, "samples_per_s": 1437 / epoch_time, "wall_time": wall})
+        out.append(
+            {
+                "epoch": e,
+                "train_loss": round(2.3 * (1 - 0.8 * progress) + rng.normal(0, 0.02), 6),
+                "val_accuracy": acc,
+                "val_loss": round(2.2 * (1 - 0.75 * progress), 6),
+                "lr": 2e-3,
+                "epoch_time": epoch_time,
+                "samples_per_s": 1437 / epoch_time,
+                "wall_time": wall,
+            }
+        )
     return out
 
 
-def make_trial(number: int, objectives: tuple[str, ...], rng: np.random.Generator, start: dt.datetime,
-               outcome: str | None = None) -> optuna.trial.FrozenTrial:
+def make_trial(
+    number: int, objectives: tuple[str, ...], rng: np.random.Generator, start: dt.datetime, outcome: str | None = None
+) -> optuna.trial.FrozenTrial:
     """One finished trial with lwnas's full record; ``outcome`` forces its outcome."""
     p = draw_params(rng)
     costs = costs_of(p)
     violation = float(costs["params"] - MAX_PARAMS)
     if outcome is None:
         u = rng.random()
-        outcome = (Outcome.INFEASIBLE if violation > 0 else Outcome.FAILED if u < 0.05
-                   else Outcome.PRUNED if u < 0.15 else Outcome.COMPLETE)
+        outcome = (
+            Outcome.INFEASIBLE
+            if violation > 0
+            else Outcome.FAILED
+            if u < 0.05
+            else Outcome.PRUNED
+            if u < 0.15
+            else Outcome.COMPLETE
+        )
     outcome = Outcome(outcome)
     point = SPACE.resolve(p)
     # the record the driver plans (tuners/searcher.py): every training setting, the task and the seed
     seed = trial_seed(STUDY_SEED, number)
     training = {**{k.name: k.default for k in TRAINING}, **trial_training(SETTINGS, point.training, seed, 1)}
-    record = TrialRecord(number=number, config=point.config.to_dict(), training=training, task="digits", seed=seed,
-                         costs=costs)
+    record = TrialRecord(
+        number=number, config=point.config.to_dict(), training=training, task="digits", seed=seed, costs=costs
+    )
     attrs: dict[str, Any] = {**keys.planned_attrs(record), keys.OUTCOME: outcome.value, keys.HOST: "sample-host"}
     if number == 0:
         attrs[keys.SEED_CONFIG] = "baseline"
@@ -132,8 +168,11 @@ def make_trial(number: int, objectives: tuple[str, ...], rng: np.random.Generato
         values = [costs[m] if m in costs else worst_value(DIRECTIONS[m]) for m in objectives]
     else:
         final = accuracy_of(p, costs["params"], rng)
-        trained = {Outcome.COMPLETE: EPOCHS, Outcome.PRUNED: int(rng.integers(1, 4)),
-                   Outcome.FAILED: int(rng.integers(0, 5))}[outcome]
+        trained = {
+            Outcome.COMPLETE: EPOCHS,
+            Outcome.PRUNED: int(rng.integers(1, 4)),
+            Outcome.FAILED: int(rng.integers(0, 5)),
+        }[outcome]
         epochs = learning_curve(final, trained, rng)
         attrs.update({keys.epoch_key(e["epoch"]): e for e in epochs})
         attrs[keys.BUDGET_USED] = len(epochs)
@@ -146,15 +185,26 @@ def make_trial(number: int, objectives: tuple[str, ...], rng: np.random.Generato
         if outcome == Outcome.FAILED:
             attrs[keys.FAILURE] = str(rng.choice(FAILURES)).format(e=len(epochs) + 1)
     trial = optuna.trial.create_trial(
-        state=state, values=values, params=p, distributions={k: DISTRIBUTIONS[k] for k in p},
-        user_attrs=keys.plain(attrs), constraints={"params": violation})
+        state=state,
+        values=values,
+        params=p,
+        distributions={k: DISTRIBUTIONS[k] for k in p},
+        user_attrs=keys.plain(attrs),
+        constraints={"params": violation},
+    )
     trial.datetime_start = start
     trial.datetime_complete = start + dt.timedelta(seconds=attrs.get(keys.WALL_TIME) or 0.01)
     return trial
 
 
-def seed_study(storage: Any, name: str = "sample", trials: int = 200, seed: int = 0,
-               objectives: tuple[str, ...] = ("accuracy", "params"), outcome: str | None = None) -> optuna.Study:
+def seed_study(
+    storage: Any,
+    name: str = "sample",
+    trials: int = 200,
+    seed: int = 0,
+    objectives: tuple[str, ...] = ("accuracy", "params"),
+    outcome: str | None = None,
+) -> optuna.Study:
     """Create study ``name`` in ``storage`` (a URL or Optuna storage) with ``trials`` synthetic trials.
 
     Args:
@@ -167,8 +217,7 @@ def seed_study(storage: Any, name: str = "sample", trials: int = 200, seed: int 
     """
     if isinstance(storage, str):
         storage = keys.open_storage(storage, create=True)
-    ot_study = optuna.create_study(study_name=name, storage=storage,
-                                   directions=[DIRECTIONS[m] for m in objectives])
+    ot_study = optuna.create_study(study_name=name, storage=storage, directions=[DIRECTIONS[m] for m in objectives])
     with warnings.catch_warnings():  # experimental in Optuna 5 (as in tuners.sweep)
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         ot_study.set_metric_names(list(objectives))
@@ -178,8 +227,11 @@ def seed_study(storage: Any, name: str = "sample", trials: int = 200, seed: int 
     rng = np.random.default_rng(seed)
     start = dt.datetime(2026, 1, 1, 9, 0, 0)
     # batched INSERTs (tuners.bulk_write): Study.add_trials commits each trial alone, 19 ms a trial on SQLite
-    insert_trials(storage, storage.get_study_id_from_name(name),
-                  [make_trial(i, objectives, rng, start + dt.timedelta(seconds=3 * i), outcome) for i in range(trials)])
+    insert_trials(
+        storage,
+        storage.get_study_id_from_name(name),
+        [make_trial(i, objectives, rng, start + dt.timedelta(seconds=3 * i), outcome) for i in range(trials)],
+    )
     return ot_study
 
 

@@ -30,8 +30,10 @@ def comparable_studies(url: str, task: str, objectives: list[tuple[str, str]]) -
     names = []
     for frozen in storage.get_all_studies():
         spec = frozen.user_attrs.get(keys.STUDY_SPEC) or {}
-        if spec.get("task") == task and objectives_of(storage, frozen.study_name, frozen.user_attrs,
-                                                      frozen.directions) == objectives:
+        if (
+            spec.get("task") == task
+            and objectives_of(storage, frozen.study_name, frozen.user_attrs, frozen.directions) == objectives
+        ):
             names.append(frozen.study_name)
     return sorted(names)
 
@@ -55,8 +57,16 @@ def shared_reference_point(fronts: list[StudyFront], objectives: list[tuple[str,
     return objective_reference_point(values, [d for _, d in objectives])
 
 
-def hypervolume_table(fronts: list[StudyFront], objectives: list[tuple[str, str]],
-                      ref: list[float]) -> list[dict[str, Any]]:
+def hypervolume_table(
+    fronts: list[StudyFront], objectives: list[tuple[str, str]], ref: list[float]
+) -> list[dict[str, Any]]:
     """One row per study: trials, front size and hypervolume (of the seed means) measured from ``ref``."""
-    return [{"study": f.name, "trials": len(f.records), "on the front": len(f.front),
-             "hypervolume": hypervolume(f.means, objectives, ref)} for f in fronts]
+    return [
+        {
+            "study": f.name,
+            "trials": len(f.records),
+            "on the front": len(f.front),
+            "hypervolume": hypervolume(f.means, objectives, ref),
+        }
+        for f in fronts
+    ]

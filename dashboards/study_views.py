@@ -36,14 +36,27 @@ def confirmation_figure(run: dict, metric: str) -> go.Figure:
     fig = go.Figure()
     for role, symbol in ROLE_SYMBOLS.items():
         trials = [(int(n), t) for n, t in run["trials"].items() if t["role"] == role and t["confirmed"]]
-        fig.add_trace(go.Scatter(
-            x=[t["sweep"][metric] for _, t in trials], y=[t["confirmed"][metric] for _, t in trials],
-            mode="markers+text", text=[str(n) for n, _ in trials], textposition="top center", name=role,
-            marker={"symbol": symbol, "size": 10}, customdata=[[n] for n, _ in trials],
-            hovertemplate="trial %{customdata[0]}<br>sweep %{x:.4g}<br>confirmed %{y:.4g}<extra></extra>"))
-    fig.update_layout(title=f"{plotly_text(metric)}: sweep ({run.get('sweep_epochs')} epochs) against confirmed "
-                            f"({run['epochs']} epochs)", xaxis_title=f"{plotly_text(metric)} in the sweep",
-                      yaxis_title=f"{plotly_text(metric)} confirmed", height=450, margin={"t": 50})
+        fig.add_trace(
+            go.Scatter(
+                x=[t["sweep"][metric] for _, t in trials],
+                y=[t["confirmed"][metric] for _, t in trials],
+                mode="markers+text",
+                text=[str(n) for n, _ in trials],
+                textposition="top center",
+                name=role,
+                marker={"symbol": symbol, "size": 10},
+                customdata=[[n] for n, _ in trials],
+                hovertemplate="trial %{customdata[0]}<br>sweep %{x:.4g}<br>confirmed %{y:.4g}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        title=f"{plotly_text(metric)}: sweep ({run.get('sweep_epochs')} epochs) against confirmed "
+        f"({run['epochs']} epochs)",
+        xaxis_title=f"{plotly_text(metric)} in the sweep",
+        yaxis_title=f"{plotly_text(metric)} confirmed",
+        height=450,
+        margin={"t": 50},
+    )
     return fig
 
 
@@ -53,15 +66,21 @@ def confirmation_tab(data: StudyData) -> None:
         st.code(f"lwnas confirm {shlex.quote(data.name)} --epochs 30 --dominated 3", language="bash")
         return
     runs = data.confirmations
-    index = st.selectbox("Confirmation", list(range(len(runs)))[::-1], key="confirmation_run",
-                         format_func=lambda i: f"{runs[i]['at']} · {runs[i]['epochs']} epochs · "
-                                               f"{len(runs[i]['trials'])} trials")
+    index = st.selectbox(
+        "Confirmation",
+        list(range(len(runs)))[::-1],
+        key="confirmation_run",
+        format_func=lambda i: f"{runs[i]['at']} · {runs[i]['epochs']} epochs · {len(runs[i]['trials'])} trials",
+    )
     run = runs[index]
     for metric, k in run["kendall"].items():
         st.plotly_chart(confirmation_figure(run, metric), key=f"confirmation_chart_{metric}")
         tau = "undefined" if k["tau"] is None else f"{k['tau']:.3f}"
-        ci = (f", 95 % bootstrap interval [{k['ci95'][0]:.3f}, {k['ci95'][1]:.3f}]" if k["ci95"]
-              else " (too few trials for an interval)")
+        ci = (
+            f", 95 % bootstrap interval [{k['ci95'][0]:.3f}, {k['ci95'][1]:.3f}]"
+            if k["ci95"]
+            else " (too few trials for an interval)"
+        )
         st.markdown(f"Kendall τ of {md(metric)}, sweep against confirmed: **{tau}**{ci} over {k['n']} trials")
     st.dataframe(confirmation_frame(run), hide_index=True)
 
@@ -70,14 +89,26 @@ def seed_front_section(data: StudyData, x: str, y: str) -> None:
     """The front of the seed means (``budget.front_seeds``) with mean ± std error bars and a seeds column."""
     front = pareto_front_groups(data.seed_groups, data.directions)
     ix, iy = data.metrics.index(x), data.metrics.index(y)
-    fig = go.Figure(go.Scatter(
-        x=[g.record.values[ix] for g in front], y=[g.record.values[iy] for g in front], mode="lines+markers+text",
-        error_x={"type": "data", "array": [g.std[ix] or 0.0 for g in front]},
-        error_y={"type": "data", "array": [g.std[iy] or 0.0 for g in front]},
-        text=[str(g.number) for g in front], textposition="top center", customdata=[[g.number, g.seeds] for g in front],
-        hovertemplate="trial %{customdata[0]} · %{customdata[1]} seeds<br>%{x:.4g}, %{y:.4g}<extra></extra>"))
-    fig.update_layout(title="Front of the seed means (bars: one standard deviation)", xaxis_title=plotly_text(x),
-                      yaxis_title=plotly_text(y), height=400, margin={"t": 50})
+    fig = go.Figure(
+        go.Scatter(
+            x=[g.record.values[ix] for g in front],
+            y=[g.record.values[iy] for g in front],
+            mode="lines+markers+text",
+            error_x={"type": "data", "array": [g.std[ix] or 0.0 for g in front]},
+            error_y={"type": "data", "array": [g.std[iy] or 0.0 for g in front]},
+            text=[str(g.number) for g in front],
+            textposition="top center",
+            customdata=[[g.number, g.seeds] for g in front],
+            hovertemplate="trial %{customdata[0]} · %{customdata[1]} seeds<br>%{x:.4g}, %{y:.4g}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title="Front of the seed means (bars: one standard deviation)",
+        xaxis_title=plotly_text(x),
+        yaxis_title=plotly_text(y),
+        height=400,
+        margin={"t": 50},
+    )
     st.plotly_chart(fig, key="seed_front_chart")
     rows = []
     for g in front:
@@ -86,8 +117,10 @@ def seed_front_section(data: StudyData, x: str, y: str) -> None:
             row[f"{metric} mean"], row[f"{metric} std"] = g.record.values[i], g.std[i]
         rows.append(row)
     st.dataframe(pd.DataFrame(rows), hide_index=True)
-    st.caption("Trials of one point retrained with other seeds (`budget: {front_seeds: N}`) are averaged; this front "
-               "is the one `lwnas status` and `lwnas export --trials pareto` give.")
+    st.caption(
+        "Trials of one point retrained with other seeds (`budget: {front_seeds: N}`) are averaged; this front "
+        "is the one `lwnas status` and `lwnas export --trials pareto` give."
+    )
 
 
 def _ref_key(data: StudyData) -> str:
@@ -102,12 +135,15 @@ def _keep_typed_reference(key: str, n: int) -> None:
 def compare_studies_tab(data: StudyData, url: str) -> None:
     task = data.spec.get("task")
     names = comparable_studies(url, task, data.objectives)
-    st.caption(f"Studies of task {md(task)} with the objectives of {md(data.name)}: their fronts on one plot and "
-               "each one's hypervolume measured from one reference point.")
+    st.caption(
+        f"Studies of task {md(task)} with the objectives of {md(data.name)}: their fronts on one plot and "
+        "each one's hypervolume measured from one reference point."
+    )
     chosen = st.multiselect("Studies", names, default=names[:MAX_DEFAULT_STUDIES], key="compare_studies")
     key = _ref_key(data)
-    if key not in st.session_state or st.button("Reset the reference point from the studies' trials now",
-                                                key="compare_ref_reset"):
+    if key not in st.session_state or st.button(
+        "Reset the reference point from the studies' trials now", key="compare_ref_reset"
+    ):
         # frozen: computed once from every comparable study, so picking studies or new trials leave it
         st.session_state[key] = shared_reference_point(study_fronts(url, names, data.objectives), data.objectives)
         for i, value in enumerate(st.session_state[key]):
@@ -115,9 +151,16 @@ def compare_studies_tab(data: StudyData, url: str) -> None:
     for i, value in enumerate(st.session_state[key]):  # Streamlit drops a widget's state while its tab is closed
         st.session_state.setdefault(f"compare_ref_{i}", float(value))
     cols = st.columns(len(data.metrics))
-    ref = [cols[i].number_input(f"reference {m}", key=f"compare_ref_{i}", format="%g",
-                                on_change=_keep_typed_reference, args=(key, len(data.metrics)))
-           for i, m in enumerate(data.metrics)]
+    ref = [
+        cols[i].number_input(
+            f"reference {m}",
+            key=f"compare_ref_{i}",
+            format="%g",
+            on_change=_keep_typed_reference,
+            args=(key, len(data.metrics)),
+        )
+        for i, m in enumerate(data.metrics)
+    ]
     if not chosen:
         st.info("Pick one or more studies.")
         return
@@ -126,10 +169,18 @@ def compare_studies_tab(data: StudyData, url: str) -> None:
     x, y = data.metrics[0], data.metrics[1] if len(data.metrics) > 1 else data.metrics[0]
     fig = go.Figure()
     for f in fronts:
-        fig.add_trace(go.Scatter(x=[r.values[0] for r in f.front], y=[r.values[data.metrics.index(y)] for r in f.front],
-                                 mode="lines+markers", line={"shape": "hv"}, name=plotly_text(f.name),
-                                 customdata=[[r.number] for r in f.front],
-                                 hovertemplate="trial %{customdata[0]}<br>%{x:.4g}, %{y:.4g}<extra></extra>"))
-    fig.update_layout(title="Pareto fronts", xaxis_title=plotly_text(x), yaxis_title=plotly_text(y), height=450,
-                      margin={"t": 50})
+        fig.add_trace(
+            go.Scatter(
+                x=[r.values[0] for r in f.front],
+                y=[r.values[data.metrics.index(y)] for r in f.front],
+                mode="lines+markers",
+                line={"shape": "hv"},
+                name=plotly_text(f.name),
+                customdata=[[r.number] for r in f.front],
+                hovertemplate="trial %{customdata[0]}<br>%{x:.4g}, %{y:.4g}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        title="Pareto fronts", xaxis_title=plotly_text(x), yaxis_title=plotly_text(y), height=450, margin={"t": 50}
+    )
     st.plotly_chart(fig, key="compare_chart")

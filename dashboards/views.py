@@ -61,9 +61,11 @@ def _hypervolume_figure(study_key: tuple, _data: StudyData):
 def front_tab(data: StudyData, key: tuple) -> None:
     if not data.candidates:
         counts = data.frame["outcome"].value_counts().to_dict()
-        st.info("No complete, feasible trial yet, so there is no Pareto front to draw "
-                f"({', '.join(f'{n} {md(k)}' for k, n in counts.items()) or 'no trials'}). "
-                "The Trials and Trial detail tabs show what happened to each trial.")
+        st.info(
+            "No complete, feasible trial yet, so there is no Pareto front to draw "
+            f"({', '.join(f'{n} {md(k)}' for k, n in counts.items()) or 'no trials'}). "
+            "The Trials and Trial detail tabs show what happened to each trial."
+        )
         return
     metrics, knobs = data.metrics, data.varying_knobs
     c1, c2, c3, c4 = st.columns(4)
@@ -73,13 +75,19 @@ def front_tab(data: StudyData, key: tuple) -> None:
     symbol = c4.selectbox("Symbol by", ["outcome", *knobs], key="front_symbol")
     reference = st.checkbox("Show the hypervolume reference point", key="front_reference")
     fig = _front_figure(key, x, y, colour, symbol, reference, data)
-    st.plotly_chart(fig, key="front_chart", on_select=lambda: _chart_selected("front_chart"),
-                    selection_mode=("points", "box", "lasso"))
+    st.plotly_chart(
+        fig,
+        key="front_chart",
+        on_select=lambda: _chart_selected("front_chart"),
+        selection_mode=("points", "box", "lasso"),
+    )
     front = data.front([x, y])
-    st.caption(f"{len(front)} non-dominated trials on {md(x)} × {md(y)} (red, connected). Pruned, failed and infeasible "
-               "trials are never on the front; a trial never trained is drawn at the edge of the metric's axis. "
-               "Click a point to open it in Trial detail; click, box- or lasso-select points to add them to the "
-               "selection (sidebar). Front points are labelled with their trial numbers.")
+    st.caption(
+        f"{len(front)} non-dominated trials on {md(x)} × {md(y)} (red, connected). Pruned, failed and infeasible "
+        "trials are never on the front; a trial never trained is drawn at the edge of the metric's axis. "
+        "Click a point to open it in Trial detail; click, box- or lasso-select points to add them to the "
+        "selection (sidebar). Front points are labelled with their trial numbers."
+    )
     if data.parents:  # some points were trained with several seeds
         study_views.seed_front_section(data, x, y)
     if len(metrics) > 2:
@@ -88,8 +96,9 @@ def front_tab(data: StudyData, key: tuple) -> None:
 
 def _more_objectives(data: StudyData, metrics: list[str]) -> None:
     st.subheader("All objectives")
-    chosen = st.multiselect("3-D view: three objectives", metrics, default=metrics[:3], max_selections=3,
-                            key="front_3d")
+    chosen = st.multiselect(
+        "3-D view: three objectives", metrics, default=metrics[:3], max_selections=3, key="front_3d"
+    )
     if len(chosen) == 3:
         st.plotly_chart(plots.front_3d_figure(data, chosen), key="front_3d_chart")
     st.plotly_chart(plots.parallel_figure(data), key="parallel_chart")
@@ -110,11 +119,17 @@ def importance_tab(data: StudyData, key: tuple, url: str) -> None:
         return
     for col, metric in zip(st.columns(len(data.metrics)), data.metrics):
         col.plotly_chart(importance.importance_figure(table, metric), key=f"importance_chart_{metric}")
-    st.caption(f"How much each sampled knob decides whether a trial is among the best 10% on each objective "
-               f"(Optuna's PED-ANOVA evaluator over the {len(data.candidates)} complete, feasible trials; each "
-               "objective's importances sum to 1; conditional knobs count where they are set).")
-    st.dataframe(table.pivot(index="knob", columns="objective", values="importance")[data.metrics]
-                 .sort_values(data.metrics[0], ascending=False), key="importance_table")
+    st.caption(
+        f"How much each sampled knob decides whether a trial is among the best 10% on each objective "
+        f"(Optuna's PED-ANOVA evaluator over the {len(data.candidates)} complete, feasible trials; each "
+        "objective's importances sum to 1; conditional knobs count where they are set)."
+    )
+    st.dataframe(
+        table.pivot(index="knob", columns="objective", values="importance")[data.metrics].sort_values(
+            data.metrics[0], ascending=False
+        ),
+        key="importance_table",
+    )
 
 
 def hypervolume_tab(data: StudyData, key: tuple) -> None:
@@ -123,9 +138,11 @@ def hypervolume_tab(data: StudyData, key: tuple) -> None:
         return
     st.plotly_chart(_hypervolume_figure(key, data), key="hypervolume_chart")
     ref = ", ".join(f"{md(m)} {v:g}" for m, v in zip(data.metrics, data.reference_point))
-    st.caption(f"Volume dominated by the complete, feasible trials up to each trial number, measured from the "
-               f"reference point ({ref}): 0 for maximised metrics, 1.1 × the largest value for minimised costs "
-               "(as `lwnas status`).")
+    st.caption(
+        f"Volume dominated by the complete, feasible trials up to each trial number, measured from the "
+        f"reference point ({ref}): 0 for maximised metrics, 1.1 × the largest value for minimised costs "
+        "(as `lwnas status`)."
+    )
 
 
 def trials_tab(data: StudyData) -> None:
@@ -145,11 +162,25 @@ def trials_tab(data: StudyData) -> None:
     maximised = by in data.metrics and data.directions[data.metrics.index(by)] == "maximize"
     descending = c2.toggle("Descending", value=maximised, key=f"sort_descending_{by}")
     shown = frame[mask].sort_values(by, ascending=not descending, na_position="last", kind="stable")
-    columns = ["trial", "outcome", *data.metrics, *[c for c in sortable[1:] if c not in data.metrics],
-               *data.varying_knobs, "seeds", "epochs", "wall_time", "failure"]
+    columns = [
+        "trial",
+        "outcome",
+        *data.metrics,
+        *[c for c in sortable[1:] if c not in data.metrics],
+        *data.varying_knobs,
+        "seeds",
+        "epochs",
+        "wall_time",
+        "failure",
+    ]
     st.session_state["table_numbers"] = shown["trial"].tolist()
-    st.dataframe(shown[columns], hide_index=True, key="trials_table", selection_mode="multi-row",
-                 on_select=lambda: _table_selected("trials_table", "table_numbers"))
+    st.dataframe(
+        shown[columns],
+        hide_index=True,
+        key="trials_table",
+        selection_mode="multi-row",
+        on_select=lambda: _table_selected("trials_table", "table_numbers"),
+    )
     st.caption(f"{len(shown)} of {len(frame)} trials. Select rows to add them to the selection (sidebar).")
 
 
@@ -162,8 +193,10 @@ def _cost_text(value: Any) -> str:
 
 def _costs_table(costs: dict[str, Any], constraints: dict[str, float]) -> pd.DataFrame:
     rows = [{"cost": k, "value": _cost_text(v)} for k, v in costs.items()]
-    rows += [{"cost": f"constraint {k}", "value": f"{v:,.6g} ({'violated' if v > 0 else 'met'})"}
-             for k, v in constraints.items()]
+    rows += [
+        {"cost": f"constraint {k}", "value": f"{v:,.6g} ({'violated' if v > 0 else 'met'})"}
+        for k, v in constraints.items()
+    ]
     return pd.DataFrame(rows, columns=["cost", "value"])
 
 
@@ -189,8 +222,10 @@ def detail_tab(data: StudyData) -> None:
     right.dataframe(_costs_table(r.costs, r.constraints), hide_index=True)
     right.markdown("**Sampled knobs and training**")
     right.code(yaml.safe_dump({"params": r.params, "training": r.training}, sort_keys=False), language="yaml")
-    right.caption(f"state {md(r.state)} · host {md(r.host or '—')} · seed config {md(r.seed_config or '—')} · "
-                  f"started {md(r.datetime_start or '—')} · finished {md(r.datetime_complete or '—')}")
+    right.caption(
+        f"state {md(r.state)} · host {md(r.host or '—')} · seed config {md(r.seed_config or '—')} · "
+        f"started {md(r.datetime_start or '—')} · finished {md(r.datetime_complete or '—')}"
+    )
     if r.epochs:
         st.markdown("**Learning curve**")
         st.plotly_chart(plots.learning_curve_figure({f"trial {r.number}": r.epochs}), key="detail_curve")
@@ -201,8 +236,9 @@ def detail_tab(data: StudyData) -> None:
 def compare_tab(data: StudyData) -> None:
     numbers = [r.number for r in data.records]
     default = [n for n in st.session_state.get(SELECTED, []) if n in data.by_number][:4]
-    chosen = st.multiselect("Trials to compare (2 to 4)", numbers, default=default, max_selections=4,
-                            key="compare_trials")
+    chosen = st.multiselect(
+        "Trials to compare (2 to 4)", numbers, default=default, max_selections=4, key="compare_trials"
+    )
     if len(chosen) < 2:
         st.info("Pick 2 to 4 trials to compare them side by side (or select them on the front or in the table).")
         return
@@ -218,8 +254,9 @@ def compare_tab(data: StudyData) -> None:
         values = [knobs_of(r).get(k) for r in records]
         if not only_diff or len({str(v) for v in values}) > 1:
             rows[k] = values
-    table = pd.DataFrame({f"trial {r.number}": [str(v[j]) for v in rows.values()] for j, r in enumerate(records)},
-                         index=list(rows))
+    table = pd.DataFrame(
+        {f"trial {r.number}": [str(v[j]) for v in rows.values()] for j, r in enumerate(records)}, index=list(rows)
+    )
     st.dataframe(table)
     curves = {f"trial {r.number}": r.epochs for r in records if r.epochs}
     if curves:
@@ -232,20 +269,34 @@ def export_tab(data: StudyData, url: str) -> None:
     infeasible = [n for n in chosen if data.by_number[n].outcome == "infeasible" or not data.by_number[n].feasible]
     exportable = [n for n in chosen if n not in infeasible]
     if infeasible:
-        st.warning(f"Not exported: trial(s) {', '.join(map(str, sorted(infeasible)))} broke the study's "
-                   "constraints and were never trained. `lwnas export NAME --trials N --infeasible` writes "
-                   "one anyway.")
+        st.warning(
+            f"Not exported: trial(s) {', '.join(map(str, sorted(infeasible)))} broke the study's "
+            "constraints and were never trained. `lwnas export NAME --trials N --infeasible` writes "
+            "one anyway."
+        )
     if not exportable:
-        st.info("Select trials to export: on the front, in the trials table, or in the sidebar "
-                "(“Select the front” picks every non-dominated trial).")
+        st.info(
+            "Select trials to export: on the front, in the trials table, or in the sidebar "
+            "(“Select the front” picks every non-dominated trial)."
+        )
         return
     download = export_download(url, data.name, exportable)
-    st.download_button(f"Download {md(download.file_name)}", data=download.data, file_name=download.file_name,
-                       mime=download.mime, key="export_download", on_click="ignore")
-    st.caption(f"{len(download.files)} configuration file(s), byte for byte what the first command below writes; "
-               "train one with the second.")
-    st.code(f"lwnas export {shlex.quote(data.name)} --trials {','.join(map(str, sorted(exportable)))}\n"
-            "lwnas train FILE", language="bash")
+    st.download_button(
+        f"Download {md(download.file_name)}",
+        data=download.data,
+        file_name=download.file_name,
+        mime=download.mime,
+        key="export_download",
+        on_click="ignore",
+    )
+    st.caption(
+        f"{len(download.files)} configuration file(s), byte for byte what the first command below writes; "
+        "train one with the second."
+    )
+    st.code(
+        f"lwnas export {shlex.quote(data.name)} --trials {','.join(map(str, sorted(exportable)))}\nlwnas train FILE",
+        language="bash",
+    )
     first, text = next(iter(download.files.items()))
     st.markdown(f"**{md(first)}**")
     st.code(text, language="yaml")

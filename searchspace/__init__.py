@@ -12,8 +12,20 @@ from .sharing import format_pattern, generate_pattern, parse_pattern
 
 _LAZY = {"FAMILY_MODELS": "models", "ArchModel": "models", "build_model": "models", "RadixCodec": "radix"}
 
-__all__ = ["FAMILIES", "FAMILY_DEFAULTS", "FAMILY_MODELS", "ArchModel", "ArchConfig", "ConfigError", "RadixCodec",
-           "build_model", "format_pattern", "generate_pattern", "knob_names", "parse_pattern"]
+__all__ = [
+    "FAMILIES",
+    "FAMILY_DEFAULTS",
+    "FAMILY_MODELS",
+    "ArchModel",
+    "ArchConfig",
+    "ConfigError",
+    "RadixCodec",
+    "build_model",
+    "format_pattern",
+    "generate_pattern",
+    "knob_names",
+    "parse_pattern",
+]
 
 
 def __getattr__(name: str) -> Any:

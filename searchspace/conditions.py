@@ -38,15 +38,16 @@ class Condition:
     clauses: tuple[Clause, ...]
 
     @classmethod
-    def parse(cls, data: Any) -> "Condition":
+    def parse(cls, data: Any) -> Condition:
         items = data if isinstance(data, list) else [data]
         if not items:
             raise DomainError("`when` is empty: give a mapping like {pooling: sketch}", "when")
         clauses = []
         for item in items:
             if not isinstance(item, Mapping) or not item:
-                raise DomainError(f"`when` takes a mapping like {{pooling: sketch}} or a list of them, got {shown(item)}",
-                                  "when")
+                raise DomainError(
+                    f"`when` takes a mapping like {{pooling: sketch}} or a list of them, got {shown(item)}", "when"
+                )
             clause = []
             for knob, allowed in item.items():
                 values = tuple(allowed) if isinstance(allowed, list) else (allowed,)
@@ -63,7 +64,7 @@ class Condition:
     def knobs(self) -> set[str]:
         return {k for clause in self.clauses for k, _ in clause}
 
-    def __and__(self, other: "Condition | None") -> "Condition":
+    def __and__(self, other: Condition | None) -> Condition:
         if other is None:
             return self
         return Condition(tuple(a + b for a in self.clauses for b in other.clauses))
@@ -72,9 +73,9 @@ class Condition:
         def one(knob: str, values: tuple) -> str:
             shown = [show_value(v) for v in values]
             return f"{knob} = {shown[0]}" if len(shown) == 1 else f"{knob} in [{', '.join(shown)}]"
+
         return " or ".join(" and ".join(one(k, v) for k, v in clause) for clause in self.clauses)
 
     def to_dict(self) -> Any:
         mappings = [{k: (list(v) if len(v) > 1 else v[0]) for k, v in clause} for clause in self.clauses]
         return mappings[0] if len(mappings) == 1 else mappings
-

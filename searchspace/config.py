@@ -21,7 +21,8 @@ from .sharing import format_pattern, parse_pattern
 COUPLED_DEFAULT = BY_NAME["coupled_scale"].active_default  # Couplformer's released code (wer010/Couplformer, 2022)
 # Defaults filled per family for knobs left unset (the tasks read them).
 FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
-    f: {k.name: k.family_defaults[f] for k in ARCH if f in k.family_defaults} for f in FAMILIES}
+    f: {k.name: k.family_defaults[f] for k in ARCH if f in k.family_defaults} for f in FAMILIES
+}
 # Every rule between knobs, with the knobs its outcome depends on. The search space uses this to
 # check a study's discrete part rule by rule (searchspace/space_check.py).
 RULES: dict[str, frozenset[str]] = {r.name: r.reads for r in RULES_TABLE}
@@ -66,8 +67,7 @@ class ArchConfig:
                 set_(self, knob.name, knob.family_defaults[self.family])
         values = self.__dict__
         for knob in ARCH:  # after the family defaults: an activation may read one (sketch_n reads pooling)
-            if knob.active_default is not None and getattr(self, knob.name) is None \
-                    and knob.activation.holds(values):
+            if knob.active_default is not None and getattr(self, knob.name) is None and knob.activation.holds(values):
                 set_(self, knob.name, knob.active_default)
 
     # ---- derived values -------------------------------------------------------------------
@@ -119,7 +119,7 @@ class ArchConfig:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ArchConfig":
+    def from_dict(cls, data: dict[str, Any]) -> ArchConfig:
         """Build from a mapping; unknown keys are reported with a did-you-mean."""
         if not isinstance(data, dict):
             raise ConfigError([("<config>", f"an architecture is a mapping of knobs, got {type(data).__name__}")])
@@ -129,7 +129,7 @@ class ArchConfig:
             raise ConfigError(unknown)
         return cls(**data)
 
-    def replace(self, **changes: Any) -> "ArchConfig":
+    def replace(self, **changes: Any) -> ArchConfig:
         return replace(self, **changes)
 
 
@@ -173,8 +173,11 @@ def _pattern_problem(knob: ArchKnob, value: Any) -> str | None:
 
 
 def _grid_problem(knob: ArchKnob, value: Any) -> str | None:
-    if not (isinstance(value, (list, tuple)) and len(value) == 2
-            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value)):
+    if not (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value)
+    ):
         return f"must be two positive integers [height, width], got {value!r}"
     if max(value) > knob.limit:
         return f"each side must be at most {knob.limit:,} (the knob's limit), got {list(value)}"
@@ -183,8 +186,13 @@ def _grid_problem(knob: ArchKnob, value: Any) -> str | None:
 
 # One check per kind of knob, in the order problems are reported.
 _KIND_CHECKS: dict[str, Callable[[ArchKnob, Any], str | None]] = {
-    "int": _int_problem, "bool": _bool_problem, "float": _float_problem, "choice": _choice_problem,
-    "pattern": _pattern_problem, "grid": _grid_problem}
+    "int": _int_problem,
+    "bool": _bool_problem,
+    "float": _float_problem,
+    "choice": _choice_problem,
+    "pattern": _pattern_problem,
+    "grid": _grid_problem,
+}
 
 
 def _type_problems(cfg: ArchConfig) -> list[tuple[str, str]]:
@@ -199,8 +207,9 @@ def _type_problems(cfg: ArchConfig) -> list[tuple[str, str]]:
     if cfg.family in FAMILIES:
         for knob in sorted(ARCH, key=lambda k: k.name):
             if cfg.family not in knob.families and getattr(cfg, knob.name) is not None:
-                problems.append((knob.name, f"does not apply to family `{cfg.family}` (used by "
-                                            f"{', '.join(sorted(knob.families))})"))
+                problems.append(
+                    (knob.name, f"does not apply to family `{cfg.family}` (used by {', '.join(sorted(knob.families))})")
+                )
     return problems
 
 

@@ -113,8 +113,9 @@ def to_nni(space: SearchSpace) -> dict[str, Any]:
         if isinstance(d, Choice):
             options = list(d.choices)
             if any((knob.name, repr(v)) in children for v in options):
-                options = [{"_name": v, **{c.name: spec(c) for c in children.get((knob.name, repr(v)), [])}}
-                           for v in options]
+                options = [
+                    {"_name": v, **{c.name: spec(c) for c in children.get((knob.name, repr(v)), [])}} for v in options
+                ]
             return {"_type": "choice", "_value": options}
         if isinstance(d, IntRange):
             if d.log:
@@ -167,13 +168,16 @@ def _nni_parent(space: SearchSpace, knob: Knob) -> tuple[str, tuple] | None:
         for name, allowed in clause:
             if name in space.names and name not in constant:  # the same knob twice: both must hold
                 variable[name] = tuple(v for v in variable.get(name, allowed) if is_member(v, allowed))
-        fixed_ok = all(is_member(base[name], allowed) for name, allowed in clause
-                       if not (name in space.names and name not in constant))
+        fixed_ok = all(
+            is_member(base[name], allowed)
+            for name, allowed in clause
+            if not (name in space.names and name not in constant)
+        )
         if fixed_ok:
             clauses.append(variable)
     if len(clauses) != 1 or len(clauses[0]) != 1:
         return None
-    (name, allowed), = clauses[0].items()
+    ((name, allowed),) = clauses[0].items()
     parent = space.knob(name)
     if not isinstance(parent.domain, Choice) or not parent.searched or parent.condition is not None:
         return None

@@ -98,7 +98,9 @@ class Choice:
             raise DomainError("`choice` is empty: list at least one value", "choice")
         bad = [c for c in self.choices if not isinstance(c, (str, int, float, bool, type(None)))]
         if bad:
-            raise DomainError(f"choices must be plain values (text, numbers, true/false, null), got {shown(bad[0])}", "choice")
+            raise DomainError(
+                f"choices must be plain values (text, numbers, true/false, null), got {shown(bad[0])}", "choice"
+            )
         counts = Counter((type(c), c) for c in self.choices)  # 1 and 1.0 and true are different choices
         repeated = sorted(repr(c) for (_, c), n in counts.items() if n > 1)
         if repeated:
@@ -143,11 +145,15 @@ class IntRange:
         if not _is_int(self.step) or self.step < 1:
             raise DomainError(f"`step` must be an integer >= 1, got {shown(self.step)}", "step")
         if (self.high - self.low) % self.step:
-            raise DomainError(f"`high - low` must be a multiple of `step`, but got (low={self.low}, "
-                              f"high={self.high}, step={self.step})", "step")
+            raise DomainError(
+                f"`high - low` must be a multiple of `step`, but got (low={self.low}, "
+                f"high={self.high}, step={self.step})",
+                "step",
+            )
         if self.log and (self.low < 1 or self.step != 1):
-            raise DomainError(f"a log integer range needs low >= 1 and step 1, got (low={self.low}, step={self.step})",
-                              "log")
+            raise DomainError(
+                f"a log integer range needs low >= 1 and step 1, got (low={self.low}, step={self.step})", "log"
+            )
 
     def values(self) -> list[int]:
         return list(range(self.low, self.high + 1, self.step))

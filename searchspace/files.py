@@ -54,11 +54,20 @@ def load_config_file(path: str | Path) -> ConfigFile:
     if not isinstance(data, dict):
         raise ConfigFileError([(str(path), f"expected a mapping of knobs, got {type(data).__name__}")])
     if any(k in data for k in STUDY_KEYS):
-        raise ConfigFileError([(str(path), "this is a study file (it has a search `space`), not one configuration; "
-                                           "use `lwnas sweep` to search it, or `lwnas space show|sample|validate`")])
+        raise ConfigFileError(
+            [
+                (
+                    str(path),
+                    "this is a study file (it has a search `space`), not one configuration; "
+                    "use `lwnas sweep` to search it, or `lwnas space show|sample|validate`",
+                )
+            ]
+        )
     # A bad training value would fail the run only after the data is loaded: refuse it here, with its line.
-    training = [(f"{path}:{line_of(lines, where)}: {'.'.join(map(str, where))}", message)
-                for where, message in training_problems(data.get("training"))]
+    training = [
+        (f"{path}:{line_of(lines, where)}: {'.'.join(map(str, where))}", message)
+        for where, message in training_problems(data.get("training"))
+    ]
     metadata = {k: data.pop(k) for k in METADATA_SECTIONS if k in data}
     allowed = (*knob_names(), *METADATA_SECTIONS)
     unknown = [(f"{path}: {k}", f"unknown key{did_you_mean(k, allowed)}") for k in data if k not in allowed]

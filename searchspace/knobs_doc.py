@@ -124,11 +124,16 @@ def limits_table() -> list[str]:
 
 
 def rules_table() -> list[str]:
-    rows = ["## Rules between knobs", "",
-            "Checked whenever a configuration is built and, over every combination a study can draw, when the",
-            "study is read (`searchspace/space_check.py`). An *activation* rule is a knob's `applies only when`:",
-            "in a study the knob is searched only where it applies.", "",
-            "| rule | reads | checks |", "|---|---|---|"]
+    rows = [
+        "## Rules between knobs",
+        "",
+        "Checked whenever a configuration is built and, over every combination a study can draw, when the",
+        "study is read (`searchspace/space_check.py`). An *activation* rule is a knob's `applies only when`:",
+        "in a study the knob is searched only where it applies.",
+        "",
+        "| rule | reads | checks |",
+        "|---|---|---|",
+    ]
     for r in RULES_TABLE:
         reads = ", ".join(f"`{k}`" for k in sorted(r.reads))
         kind = " (activation)" if r.activation else ""
@@ -148,10 +153,18 @@ def render() -> str:
     parts: list[str] = [INTRO, "## Families", "\n".join(families_table())]
     for section in SECTIONS[1:-1]:
         parts += [f"## {section}", "\n".join(section_table(section))]
-    parts += [f"## {SECTIONS[-1]}", "\n".join(input_table()),
-              "Setting a knob that does not apply to the family is an error that names the families it applies to.",
-              "\n".join(rules_table()), LIMITS, "\n".join(limits_table()), MEMORY,
-              TRAINING_INTRO, "\n".join(training_table()), METADATA]
+    parts += [
+        f"## {SECTIONS[-1]}",
+        "\n".join(input_table()),
+        "Setting a knob that does not apply to the family is an error that names the families it applies to.",
+        "\n".join(rules_table()),
+        LIMITS,
+        "\n".join(limits_table()),
+        MEMORY,
+        TRAINING_INTRO,
+        "\n".join(training_table()),
+        METADATA,
+    ]
     return "\n\n".join(parts) + "\n"
 
 

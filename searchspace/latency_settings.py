@@ -7,8 +7,9 @@ on ``device`` with ``threads`` CPU threads (trainers/latency.py; docs/studies.md
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import did_you_mean, shown
 
@@ -36,8 +37,9 @@ _RULES = {
 def latency_settings(raw: Any, problems: list) -> LatencySettings:
     """The section's settings; each problem is appended as ((path...), message)."""
     if not isinstance(raw, Mapping):
-        problems.append((("latency",), f"must be a mapping like {{device: cpu, batch_size: 8, threads: 1}}, "
-                                       f"got {shown(raw)}"))
+        problems.append(
+            (("latency",), f"must be a mapping like {{device: cpu, batch_size: 8, threads: 1}}, got {shown(raw)}")
+        )
         return LatencySettings()
     out = {}
     for key, value in raw.items():

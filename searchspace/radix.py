@@ -45,8 +45,9 @@ class RadixCodec:
     def encode(self, words: torch.Tensor) -> torch.Tensor:
         """(..., W) word ids -> (..., W * digits) digit tokens in 1..v."""
         if words.numel() and (words.min() < 0 or words.max() >= self.num_words):
-            raise ValueError(f"word ids must lie in [0, {self.num_words}), got range "
-                             f"[{int(words.min())}, {int(words.max())}]")
+            raise ValueError(
+                f"word ids must lie in [0, {self.num_words}), got range [{int(words.min())}, {int(words.max())}]"
+            )
         digits = (words.unsqueeze(-1) // self._places.to(words.device)) % self.base  # (..., W, D)
         return (digits + 1).flatten(-2)
 

@@ -39,8 +39,9 @@ def parse_pattern(text: str | list | tuple) -> tuple[int, ...]:
     for term in terms:
         match = _TERM.match(term) if len(term) <= 40 else None
         if not match:
-            raise ValueError(f"cannot read term {term.strip()[:40]!r}: each term is `i` or `ixn`, "
-                             f"e.g. (0,0,1) or (0x3,1x3)")
+            raise ValueError(
+                f"cannot read term {term.strip()[:40]!r}: each term is `i` or `ixn`, e.g. (0,0,1) or (0x3,1x3)"
+            )
         index, repeat = int(match.group(1)), int(match.group(2) or 1)
         if repeat < 1:
             raise ValueError(f"term {term.strip()!r} repeats a layer {repeat} times; repeats must be >= 1")
@@ -65,8 +66,9 @@ def format_pattern(pattern: tuple[int, ...]) -> str:
         while j < len(pattern) and pattern[j] == pattern[i]:
             j += 1
         run = j - i
-        terms.extend([f"{pattern[i]}x{run}"] if run >= 3 or (run >= 2 and len(set(pattern)) == 1)
-                     else [str(pattern[i])] * run)
+        terms.extend(
+            [f"{pattern[i]}x{run}"] if run >= 3 or (run >= 2 and len(set(pattern)) == 1) else [str(pattern[i])] * run
+        )
         i = j
     return "(" + ",".join(terms) + ")"
 

@@ -23,8 +23,7 @@ import numpy as np
 
 from .conditions import Condition, is_member, same_value
 from .config import ArchConfig, type_problems
-from .domains import (SPEC_KEYS, Choice, Domain, DomainError, Fixed, FloatRange, IntRange, checked_values,
-                      parse_domain)
+from .domains import SPEC_KEYS, Choice, Domain, DomainError, Fixed, FloatRange, IntRange, checked_values, parse_domain
 from .errors import LwnasError, did_you_mean, shown
 from .knobs import ARCH, FAMILIES, RULES_TABLE, STACKED
 from .sharing import PATTERN_FAMILIES, generate_pattern, parse_pattern
@@ -37,7 +36,9 @@ SPACE_KNOBS = (*ARCH_KNOBS, *TRAINING_KNOBS)
 
 # Activation rules of the architecture as conditions, with the value a knob takes where its
 # condition does not hold (the knob table's `active_when` and `neutral`).
-IMPLIED: dict[str, tuple[Condition, Any]] = {k.name: (k.activation, k.neutral) for k in ARCH if k.active_when is not None}
+IMPLIED: dict[str, tuple[Condition, Any]] = {
+    k.name: (k.activation, k.neutral) for k in ARCH if k.active_when is not None
+}
 ACTIVATION_RULES = frozenset(r.name for r in RULES_TABLE if r.activation)
 
 Problem = tuple[tuple[Any, ...], str]  # (path inside the study, message)
@@ -88,7 +89,7 @@ class SearchSpace:
 
     # ---- building --------------------------------------------------------------------------
     @classmethod
-    def from_dict(cls, data: Any, family: str, check: bool = True) -> "SearchSpace":
+    def from_dict(cls, data: Any, family: str, check: bool = True) -> SearchSpace:
         """Parse the ``space`` mapping of a study; raises SpaceError listing every problem."""
         if family not in FAMILIES:
             raise SpaceError([(("family",), f"must be one of {', '.join(FAMILIES)}, got {shown(family)}")])
@@ -106,6 +107,7 @@ class SearchSpace:
         space = cls(family, tuple(ordered))
         if check:
             from .space_check import check_space
+
             problems = check_space(space)
             if problems:
                 raise SpaceError(problems)
@@ -170,7 +172,9 @@ class SearchSpace:
                 return knob.domain.at(0)
             value = params[knob.name]
             if not knob.domain.contains(value):
-                problems.append((("space", knob.name), f"{shown(value)} is outside its domain ({knob.domain.describe()})"))
+                problems.append(
+                    (("space", knob.name), f"{shown(value)} is outside its domain ({knob.domain.describe()})")
+                )
             return value
 
         values = self.effective(choose)
@@ -179,7 +183,9 @@ class SearchSpace:
             for name in params:
                 if name not in active:
                     why = "is not in the space" if name not in self.names else "is not active for these values"
-                    problems.append((("space", name), f"{why}{did_you_mean(name, self.names) if name not in self.names else ''}"))
+                    problems.append(
+                        (("space", name), f"{why}{did_you_mean(name, self.names) if name not in self.names else ''}")
+                    )
         if problems:
             raise SpaceError(problems)
         return Point(active, self.to_config(values), {k: values[k] for k in self.names if k in TRAINING_KNOBS})
@@ -202,8 +208,9 @@ class SearchSpace:
             if knob is None:
                 problems.append((name, f"is not in the space{did_you_mean(name, self.names)}"))
             elif knob.written is not None and knob.written.contains(value) and not knob.domain.contains(value):
-                problems.append((name, f"`{name}: {value}` means no grouping: leave `{name}` out and set "
-                                       "g_mha and g_ffn to false"))
+                problems.append(
+                    (name, f"`{name}: {value}` means no grouping: leave `{name}` out and set g_mha and g_ffn to false")
+                )
             elif not knob.domain.contains(value):
                 problems.append((name, f"{shown(value)} is outside its domain ({knob.domain.describe()})"))
         if problems:
@@ -268,6 +275,7 @@ def resolve_patterns(values: dict[str, Any]) -> dict[str, Any]:
 
 def _generate(family: str, depth: int) -> str | None:
     from .sharing import format_pattern
+
     return None if family == "none" else format_pattern(generate_pattern(family, depth))
 
 
@@ -288,9 +296,14 @@ def _parse_knob(name: str, spec: Any, family: str, problems: list[Problem]) -> K
         if isinstance(spec, Mapping):
             unknown = [k for k in spec if k not in SPEC_KEYS]
             for key in unknown:
-                problems.append(((*path, key), f"unknown key{did_you_mean(str(key), SPEC_KEYS)}; a knob takes "
-                                               "`choice`, `int` (+ `step`, `log`), `float` (+ `log`), `value`, "
-                                               "`when`, `default`"))
+                problems.append(
+                    (
+                        (*path, key),
+                        f"unknown key{did_you_mean(str(key), SPEC_KEYS)}; a knob takes "
+                        "`choice`, `int` (+ `step`, `log`), `float` (+ `log`), `value`, "
+                        "`when`, `default`",
+                    )
+                )
             if unknown:
                 return None
             domain = parse_domain(spec)
@@ -353,7 +366,7 @@ def _value_problem(name: str, value: Any, family: str) -> str | None:
         try:
             parse_pattern(value)
         except ValueError as exc:
-            return (f"{shown(value)} is neither a pattern family ({', '.join(PATTERN_FAMILIES)}) nor a pattern: {exc}")
+            return f"{shown(value)} is neither a pattern family ({', '.join(PATTERN_FAMILIES)}) nor a pattern: {exc}"
         return None
     problems = [m for k, m in type_problems({"family": family, name: value}) if k == name]
     return problems[0] if problems else None
@@ -374,16 +387,22 @@ def _order(knobs: list[Knob], family: str, problems: list[Problem]) -> list[Knob
             continue
         for ref in sorted(knob.when.knobs):
             if ref not in SPACE_KNOBS:
-                problems.append((("space", knob.name, "when"),
-                                 f"condition on unknown knob `{ref}`{did_you_mean(ref, SPACE_KNOBS)}"))
+                problems.append(
+                    (("space", knob.name, "when"), f"condition on unknown knob `{ref}`{did_you_mean(ref, SPACE_KNOBS)}")
+                )
             elif ref not in by_name:
-                problems.append((("space", knob.name, "when"),
-                                 f"condition on `{ref}`, which the space does not set; add `{ref}` to `space`"))
+                problems.append(
+                    (
+                        ("space", knob.name, "when"),
+                        f"condition on `{ref}`, which the space does not set; add `{ref}` to `space`",
+                    )
+                )
             elif ref == knob.name:
                 problems.append((("space", knob.name, "when"), "a knob's condition cannot read the knob itself"))
     rank = {name: i for i, name in enumerate(SPACE_KNOBS)}
-    deps = {k.name: {r for r in (k.condition.knobs if k.condition else ()) if r in by_name and r != k.name}
-            for k in knobs}
+    deps = {
+        k.name: {r for r in (k.condition.knobs if k.condition else ()) if r in by_name and r != k.name} for k in knobs
+    }
     ordered: list[Knob] = []
     placed: set[str] = set()
     while len(ordered) < len(knobs):
@@ -397,5 +416,17 @@ def _order(knobs: list[Knob], family: str, problems: list[Problem]) -> list[Knob
     return ordered
 
 
-__all__ = ["ACTIVATION_RULES", "IMPLIED", "INPUT_SIZES", "SPACE_KNOBS", "Choice", "FloatRange", "IntRange", "Knob",
-           "Point", "SearchSpace", "SpaceError", "is_member"]
+__all__ = [
+    "ACTIVATION_RULES",
+    "IMPLIED",
+    "INPUT_SIZES",
+    "SPACE_KNOBS",
+    "Choice",
+    "FloatRange",
+    "IntRange",
+    "Knob",
+    "Point",
+    "SearchSpace",
+    "SpaceError",
+    "is_member",
+]

@@ -71,22 +71,35 @@ def _condition_problems(space: SearchSpace) -> list[Problem]:
                         continue
                     missing = [v for v in allowed if not domain.contains(v)]
                     if missing:
-                        problems.append((("space", knob.name, "when"),
-                                         f"`{ref}` never takes {', '.join(map(repr, missing))} "
-                                         f"(its domain is {domain.describe()})"))
+                        problems.append(
+                            (
+                                ("space", knob.name, "when"),
+                                f"`{ref}` never takes {', '.join(map(repr, missing))} "
+                                f"(its domain is {domain.describe()})",
+                            )
+                        )
         if knob.condition is None or problems:
             continue
         reads = _closure(space, set(knob.condition.knobs))
         if knob.written is not None and all(_active(knob, v) for v, _ in _combinations(space, reads)):
             left_out = [show_value(v) for v in knob.written.values() if not knob.domain.contains(v)]
-            problems.append((("space", knob.name), f"`{knob.name}: {', '.join(left_out)}` means no grouping, but "
-                                                   f"every point here groups ({knob.condition.describe()} always "
-                                                   "holds): remove it or let g_mha and g_ffn be false"))
+            problems.append(
+                (
+                    ("space", knob.name),
+                    f"`{knob.name}: {', '.join(left_out)}` means no grouping, but "
+                    f"every point here groups ({knob.condition.describe()} always "
+                    "holds): remove it or let g_mha and g_ffn be false",
+                )
+            )
         if not any(_active(knob, values) for values, _ in _combinations(space, reads)):
             if knob.searched or (knob.implied is not None and not same_value(knob.domain.value, knob.neutral)):
-                problems.append((("space", knob.name),
-                                 f"is {'searched' if knob.searched else 'set'} but never active: it applies only "
-                                 f"when {knob.condition.describe()}, which no point of the space meets"))
+                problems.append(
+                    (
+                        ("space", knob.name),
+                        f"is {'searched' if knob.searched else 'set'} but never active: it applies only "
+                        f"when {knob.condition.describe()}, which no point of the space meets",
+                    )
+                )
     return problems
 
 
@@ -126,7 +139,7 @@ def _combinations(space: SearchSpace, names: set[str]) -> Iterator[tuple[dict[st
     seen: set[tuple] = set()
     for combo in grids:
         pick = dict(zip((k.name for k in order), combo))
-        values = space.effective(lambda knob: pick.get(knob.name, knob.domain.at(0)))
+        values = space.effective(lambda knob, pick=pick: pick.get(knob.name, knob.domain.at(0)))
         chosen = {k.name: values[k.name] for k in order if _active(k, values) and not isinstance(k.domain, Fixed)}
         key = tuple(sorted((k, repr(v)) for k, v in chosen.items()))
         if key in seen:  # inactive knobs make several combinations the same point
@@ -185,8 +198,16 @@ def _check_component(space: SearchSpace, members: set[str], rules: list[str]) ->
         bad_values = sorted(f"`{n}: {v}`" for n, v in hopeless if n in RULES[rule])
         if bad_values:  # point at the knob whose value is at fault
             where = sorted(n for n, _ in hopeless if n in RULES[rule])[0]
-        head = (f"{', '.join(bad_values)} can never be valid" if bad_values
-                else f"{len(cases)} of {total} combinations break a rule")
-        problems.append((("space", where), f"{head}: `{knob}` {message} (e.g. {example or 'as set'}); "
-                                           "remove the values or separate them with `when:`"))
+        head = (
+            f"{', '.join(bad_values)} can never be valid"
+            if bad_values
+            else f"{len(cases)} of {total} combinations break a rule"
+        )
+        problems.append(
+            (
+                ("space", where),
+                f"{head}: `{knob}` {message} (e.g. {example or 'as set'}); "
+                "remove the values or separate them with `when:`",
+            )
+        )
     return problems

@@ -31,8 +31,21 @@ WINDOWED_SAMPLERS = ("tpe", "gp")  # samplers whose ask reads every finished tri
 # over 100 trials and 162 s over 1,000, so it gets a window of 100
 DEFAULT_SAMPLER_WINDOW = {"tpe": 2000, "gp": 100}
 MIN_SAMPLER_WINDOW = 10  # make_sampler's TPE and GP start with up to 10 random trials: the window holds them
-TOP_KEYS = ("name", "description", "task", "task_options", "family", "objectives", "constraints", "budget",
-            "tuner", "seed_configs", "training", "space", "latency")
+TOP_KEYS = (
+    "name",
+    "description",
+    "task",
+    "task_options",
+    "family",
+    "objectives",
+    "constraints",
+    "budget",
+    "tuner",
+    "seed_configs",
+    "training",
+    "space",
+    "latency",
+)
 # a study's name becomes part of file and folder names (Ray's results, exports) and of printed
 # shell commands: one path component that cannot climb out of its folder or be read as an option
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}\Z")  # \Z: `$` would let a trailing newline through
@@ -66,7 +79,9 @@ class Constraint:
         return max(over, under)
 
     def describe(self) -> str:
-        parts = ([f">= {self.min:g}"] if self.min is not None else []) + ([f"<= {self.max:g}"] if self.max is not None else [])
+        parts = ([f">= {self.min:g}"] if self.min is not None else []) + (
+            [f"<= {self.max:g}"] if self.max is not None else []
+        )
         return f"{self.metric} {' and '.join(parts)}"
 
 
@@ -177,13 +192,19 @@ def path_component(name: str) -> str:
     return name if _NAME.match(name) else (re.sub(r"[^A-Za-z0-9_.-]", "_", name).lstrip("._-")[:100] or "study")
 
 
-def study_from_dict(data: Any, path: Path | None = None, lines: dict | None = None,
-                    task_family: FamilyOf | None = None, check_space: bool = True) -> Study:
+def study_from_dict(
+    data: Any,
+    path: Path | None = None,
+    lines: dict | None = None,
+    task_family: FamilyOf | None = None,
+    check_space: bool = True,
+) -> Study:
     lines = lines or {}
     problems: list[tuple[tuple, str]] = []
     if not isinstance(data, Mapping):
-        raise StudyError([(_location(path, lines, ()), f"a study is a mapping with `task` and `space`, got "
-                                                        f"{type(data).__name__}")])
+        raise StudyError(
+            [(_location(path, lines, ()), f"a study is a mapping with `task` and `space`, got {type(data).__name__}")]
+        )
     for key in data:
         if key not in TOP_KEYS:
             problems.append(((key,), f"unknown key{did_you_mean(str(key), TOP_KEYS)}"))
@@ -215,10 +236,24 @@ def study_from_dict(data: Any, path: Path | None = None, lines: dict | None = No
     seeds = _seed_configs(data.get("seed_configs") or {}, space, problems)
     if problems:
         raise StudyError([(_location(path, lines, p), m) for p, m in problems])
-    return Study(name=name, task=task, family=family, objectives=objectives, space=space, constraints=constraints,
-                 budget=budget, tuner=tuner, training=dict(training), seed_configs=seeds,
-                 task_options=dict(task_options), description=str(data.get("description", "")), path=path,
-                 lines=lines, source=dict(data), latency=latency)
+    return Study(
+        name=name,
+        task=task,
+        family=family,
+        objectives=objectives,
+        space=space,
+        constraints=constraints,
+        budget=budget,
+        tuner=tuner,
+        training=dict(training),
+        seed_configs=seeds,
+        task_options=dict(task_options),
+        description=str(data.get("description", "")),
+        path=path,
+        lines=lines,
+        source=dict(data),
+        latency=latency,
+    )
 
 
 def _location(path: Path | None, lines: dict, where: tuple) -> str:
@@ -243,8 +278,12 @@ def _family(data: Mapping, task_family: FamilyOf | None, problems: list) -> str 
             problems.append((("family",), f"is needed for task {shown(task)}: give one of {', '.join(FAMILIES)}"))
         return from_task
     if family not in FAMILIES:
-        problems.append((("family",), f"must be one of {', '.join(FAMILIES)}, got {shown(family)}"
-                                      f"{did_you_mean(str(family), FAMILIES)}"))
+        problems.append(
+            (
+                ("family",),
+                f"must be one of {', '.join(FAMILIES)}, got {shown(family)}{did_you_mean(str(family), FAMILIES)}",
+            )
+        )
         return None
     return family
 
@@ -255,8 +294,12 @@ def _objectives(raw: Any, problems: list) -> tuple[Objective, ...]:
     elif isinstance(raw, list):
         items = [{"metric": r} if isinstance(r, str) else r for r in raw]
     else:
-        problems.append((("objectives",), f"must be a list like [accuracy, params] or a mapping like "
-                                          f"{{accuracy: maximize}}, got {shown(raw)}"))
+        problems.append(
+            (
+                ("objectives",),
+                f"must be a list like [accuracy, params] or a mapping like {{accuracy: maximize}}, got {shown(raw)}",
+            )
+        )
         return ()
     if not items:
         problems.append((("objectives",), "needs at least one objective"))
@@ -264,8 +307,13 @@ def _objectives(raw: Any, problems: list) -> tuple[Objective, ...]:
     for i, item in enumerate(items):
         where = ("objectives", item.get("metric", i) if isinstance(raw, Mapping) and isinstance(item, Mapping) else i)
         if not isinstance(item, Mapping) or not isinstance(item.get("metric"), str):
-            problems.append((where, f"an objective is a metric name or {{metric: NAME, direction: maximize|minimize}}, "
-                                    f"got {shown(item)}"))
+            problems.append(
+                (
+                    where,
+                    f"an objective is a metric name or {{metric: NAME, direction: maximize|minimize}}, "
+                    f"got {shown(item)}",
+                )
+            )
             continue
         extra = [k for k in item if k not in ("metric", "direction")]
         for key in extra:
@@ -285,14 +333,21 @@ def _objectives(raw: Any, problems: list) -> tuple[Objective, ...]:
 
 def _constraints(raw: Any, problems: list) -> tuple[Constraint, ...]:
     if not isinstance(raw, Mapping):
-        problems.append((("constraints",), f"must map a cost to bounds, e.g. {{params: {{max: 5.0e6}}}}, got {shown(raw)}"))
+        problems.append(
+            (("constraints",), f"must map a cost to bounds, e.g. {{params: {{max: 5.0e6}}}}, got {shown(raw)}")
+        )
         return ()
     out = []
     for metric, bounds in raw.items():
         where = ("constraints", metric)
         if metric not in COST_METRICS:
-            problems.append((where, f"constraints bound static costs: {', '.join(COST_METRICS)}"
-                                    f"{did_you_mean(str(metric), COST_METRICS)}"))
+            problems.append(
+                (
+                    where,
+                    f"constraints bound static costs: {', '.join(COST_METRICS)}"
+                    f"{did_you_mean(str(metric), COST_METRICS)}",
+                )
+            )
             continue
         if _is_number(bounds):
             bounds = {"max": bounds}
@@ -344,8 +399,9 @@ _STOP_WHEN_RULES: dict[str, tuple[str, Any]] = {
 
 def _stop_when(raw: Any, problems: list) -> StopWhen | None:
     if not isinstance(raw, Mapping):
-        problems.append((("budget", "stop_when"), f"must be a mapping like {{window: 20, tolerance: 0.001}}, "
-                                                  f"got {shown(raw)}"))
+        problems.append(
+            (("budget", "stop_when"), f"must be a mapping like {{window: 20, tolerance: 0.001}}, got {shown(raw)}")
+        )
         return None
     out: dict[str, Any] = {}
     for key, value in raw.items():
@@ -381,8 +437,10 @@ _TUNER_RULES: dict[str, tuple[str, Any]] = {
     "population_size": ("an integer >= 2", lambda v: v is None or (_is_int(v) and v >= 2)),
     "grace_epochs": ("an integer >= 1", lambda v: _is_int(v) and v >= 1),
     "reduction_factor": ("an integer >= 2", lambda v: _is_int(v) and v >= 2),
-    "sampler_window": (f"an integer >= {MIN_SAMPLER_WINDOW} or `all`",
-                       lambda v: v == "all" or (_is_int(v) and v >= MIN_SAMPLER_WINDOW)),
+    "sampler_window": (
+        f"an integer >= {MIN_SAMPLER_WINDOW} or `all`",
+        lambda v: v == "all" or (_is_int(v) and v >= MIN_SAMPLER_WINDOW),
+    ),
 }
 
 
@@ -398,15 +456,23 @@ def _tuner(raw: Any, problems: list) -> TunerSettings:
             continue
         rule, ok = _TUNER_RULES[key]
         if not ok(value):
-            hint = did_you_mean(str(value), SAMPLERS if key == "sampler" else SCHEDULERS) if key in ("sampler", "scheduler") else ""
+            hint = (
+                did_you_mean(str(value), SAMPLERS if key == "sampler" else SCHEDULERS)
+                if key in ("sampler", "scheduler")
+                else ""
+            )
             problems.append((where, f"must be {rule}, got {shown(value)}{hint}"))
         else:
             out[key] = value
     sampler = out.get("sampler", TunerSettings.sampler)
     sampler_failed = "sampler" in raw and "sampler" not in out  # reported above; the default is not in force
     if "sampler_window" in out and not sampler_failed and sampler not in WINDOWED_SAMPLERS:
-        problems.append((("tuner", "sampler_window"), f"applies to the {' and '.join(WINDOWED_SAMPLERS)} samplers "
-                                                      f"only; this study's sampler is {sampler}"))
+        problems.append(
+            (
+                ("tuner", "sampler_window"),
+                f"applies to the {' and '.join(WINDOWED_SAMPLERS)} samplers only; this study's sampler is {sampler}",
+            )
+        )
     return TunerSettings(**out)
 
 

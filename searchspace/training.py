@@ -45,5 +45,15 @@ def training_problems(raw: Any, allowed: tuple[str, ...] = tuple(BY_NAME)) -> li
     return problems
 
 
-__all__ = ["BY_NAME", "DEVICES", "SCHEDULES", "STUDY_TRAINING_KEYS", "TRAINING", "TRAINING_DEFAULTS", "TRAINING_KNOBS",
-           "TrainingKnob", "training_problems", "training_value_problem"]
+__all__ = [
+    "BY_NAME",
+    "DEVICES",
+    "SCHEDULES",
+    "STUDY_TRAINING_KEYS",
+    "TRAINING",
+    "TRAINING_DEFAULTS",
+    "TRAINING_KNOBS",
+    "TrainingKnob",
+    "training_problems",
+    "training_value_problem",
+]

@@ -8,10 +8,9 @@ mapping is an error too (plain ``yaml.safe_load`` silently keeps the last one).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
-
-import re
 
 import yaml
 
@@ -27,7 +26,8 @@ class StudyLoader(yaml.SafeLoader):
 StudyLoader.add_implicit_resolver(
     "tag:yaml.org,2002:float",
     re.compile(r"^[-+]?(?:\d[\d_]*)?(?:\.\d*)?[eE][-+]?\d+$|^[-+]?\d[\d_]*\.\d*$|^[-+]?\.\d+$"),
-    list("-+0123456789."))
+    list("-+0123456789."),
+)
 
 
 class YamlProblem(LwnasError, ValueError):
@@ -66,9 +66,10 @@ def read_text(path: str | Path) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line_start = raw.rfind(b"\n", 0, exc.start) + 1
-        raise YamlProblem(raw.count(b"\n", 0, exc.start) + 1,
-                          f"not UTF-8: byte 0x{raw[exc.start]:02x} at column {exc.start - line_start + 1} "
-                          f"(save the file as UTF-8)") from None
+        raise YamlProblem(
+            raw.count(b"\n", 0, exc.start) + 1,
+            f"not UTF-8: byte 0x{raw[exc.start]:02x} at column {exc.start - line_start + 1} (save the file as UTF-8)",
+        ) from None
 
 
 def load_located(path: str | Path) -> tuple[Any, dict[Path_, int]]:
@@ -79,17 +80,22 @@ def load_located(path: str | Path) -> tuple[Any, dict[Path_, int]]:
 def loads_located(text: str) -> tuple[Any, dict[Path_, int]]:
     """Parse YAML text within the bounds above; return the data and ``{path_in_document: line}``."""
     if len(text) > MAX_FILE_BYTES:
-        raise YamlProblem(0, f"is larger than {MAX_FILE_BYTES:,} characters, the limit for a study or "
-                             f"configuration file")
+        raise YamlProblem(
+            0, f"is larger than {MAX_FILE_BYTES:,} characters, the limit for a study or configuration file"
+        )
     try:
         _check_bounds(text)
         node = yaml.compose(text, Loader=StudyLoader)
     except yaml.reader.ReaderError as exc:  # a control character: located by position, not by mark
-        raise YamlProblem(text.count("\n", 0, exc.position) + 1,
-                          f"not valid YAML: control character U+{int(exc.character):04X} is not allowed") from None
+        raise YamlProblem(
+            text.count("\n", 0, exc.position) + 1,
+            f"not valid YAML: control character U+{int(exc.character):04X} is not allowed",
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise YamlProblem(mark.line + 1 if mark else 0, f"not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+        raise YamlProblem(
+            mark.line + 1 if mark else 0, f"not valid YAML: {getattr(exc, 'problem', None) or exc}"
+        ) from None
     if node is None:
         return None, {}
     lines: dict[Path_, int] = {}
@@ -98,8 +104,10 @@ def loads_located(text: str) -> tuple[Any, dict[Path_, int]]:
         data = StudyLoader(text).get_single_data()
     except yaml.constructor.ConstructorError as exc:
         mark = exc.problem_mark
-        raise YamlProblem(mark.line + 1 if mark else 0,
-                          f"{exc.problem}: only plain YAML values are allowed (tags like !!python/... are refused)") from None
+        raise YamlProblem(
+            mark.line + 1 if mark else 0,
+            f"{exc.problem}: only plain YAML values are allowed (tags like !!python/... are refused)",
+        ) from None
     return data, lines
 
 
@@ -173,8 +181,11 @@ def line_of(lines: dict[Path_, int], path: Path_) -> int:
     """Line of ``path`` or of its nearest recorded ancestor (0 if none)."""
     path = tuple(path)
     while path:
-        for candidate in (path, tuple(p if isinstance(p, int) and not isinstance(p, bool) else str(p) for p in path),
-                          tuple(map(str, path))):
+        for candidate in (
+            path,
+            tuple(p if isinstance(p, int) and not isinstance(p, bool) else str(p) for p in path),
+            tuple(map(str, path)),
+        ):
             if candidate in lines:  # keys are recorded as written: `1:` is "1", though YAML reads a number
                 return lines[candidate]
         path = path[:-1]

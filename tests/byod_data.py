@@ -22,7 +22,7 @@ def image_folder(root: Path, per_class: int = 10, splits: bool = False) -> Path:
     from PIL import Image
 
     rng = np.random.default_rng(0)
-    for c, (name, rgb) in enumerate(COLOURS.items()):
+    for name, rgb in COLOURS.items():
         for i in range(per_class):
             folder = root / (("train" if i < per_class - 3 else "val") if splits else "") / name
             folder.mkdir(parents=True, exist_ok=True)
@@ -37,10 +37,20 @@ def cifar(root: Path, per_batch: int = 20) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     for name, n in (("data_batch_1", per_batch), ("data_batch_2", per_batch), ("test_batch", per_batch // 2)):
         labels = [i % 3 for i in range(n)]
-        images = np.stack([np.clip(np.array(list(COLOURS.values())[y])[:, None, None] + rng.normal(0, 40, (3, 32, 32)),
-                                   0, 255).astype(np.uint8) for y in labels])
-        batch = {b"batch_label": name.encode(), b"labels": labels, b"data": images.reshape(n, 3072),
-                 b"filenames": [f"{i}.png".encode() for i in range(n)]}
+        images = np.stack(
+            [
+                np.clip(
+                    np.array(list(COLOURS.values())[y])[:, None, None] + rng.normal(0, 40, (3, 32, 32)), 0, 255
+                ).astype(np.uint8)
+                for y in labels
+            ]
+        )
+        batch = {
+            b"batch_label": name.encode(),
+            b"labels": labels,
+            b"data": images.reshape(n, 3072),
+            b"filenames": [f"{i}.png".encode() for i in range(n)],
+        }
         # the released batches were pickled by Python 2 and numpy 1, which name numpy.core.multiarray
         (root / name).write_bytes(pickle.dumps(batch, protocol=2).replace(b"numpy._core.", b"numpy.core."))
     with (root / "batches.meta").open("wb") as fp:
@@ -100,7 +110,7 @@ def vqa(root: Path, images: int = 12, hdf5: bool = False) -> Path:
         region_features(root / "features", ids, kind)
     rng = np.random.default_rng(3)
     qid = 0
-    for split, chosen in (("train", ids[: 2 * images // 3]), ("val", ids[2 * images // 3:])):
+    for split, chosen in (("train", ids[: 2 * images // 3]), ("val", ids[2 * images // 3 :])):
         questions, annotations = [], []
         for image in chosen:
             for text in ("Is there a cat?", "What is on the table?", "How many dogs are there?"):
@@ -108,14 +118,30 @@ def vqa(root: Path, images: int = 12, hdf5: bool = False) -> Path:
                 right = ANSWERS[kind[image - 1]]
                 given = [right] * 7 + [str(rng.choice(ANSWERS)) for _ in range(3)]
                 questions.append({"image_id": image, "question": text, "question_id": qid})
-                annotations.append({"question_id": qid, "image_id": image, "multiple_choice_answer": right,
-                                    "answers": [{"answer": a, "answer_confidence": "yes", "answer_id": j + 1}
-                                                for j, a in enumerate(given)]})
-        (root / f"v2_OpenEnded_mscoco_{split}2014_questions.json").write_text(json.dumps(
-            {"info": {}, "task_type": "Open-Ended", "data_type": "mscoco", "data_subtype": f"{split}2014",
-             "questions": questions}))
-        (root / f"v2_mscoco_{split}2014_annotations.json").write_text(json.dumps(
-            {"info": {}, "data_type": "mscoco", "data_subtype": f"{split}2014", "annotations": annotations}))
+                annotations.append(
+                    {
+                        "question_id": qid,
+                        "image_id": image,
+                        "multiple_choice_answer": right,
+                        "answers": [
+                            {"answer": a, "answer_confidence": "yes", "answer_id": j + 1} for j, a in enumerate(given)
+                        ],
+                    }
+                )
+        (root / f"v2_OpenEnded_mscoco_{split}2014_questions.json").write_text(
+            json.dumps(
+                {
+                    "info": {},
+                    "task_type": "Open-Ended",
+                    "data_type": "mscoco",
+                    "data_subtype": f"{split}2014",
+                    "questions": questions,
+                }
+            )
+        )
+        (root / f"v2_mscoco_{split}2014_annotations.json").write_text(
+            json.dumps({"info": {}, "data_type": "mscoco", "data_subtype": f"{split}2014", "annotations": annotations})
+        )
     return root
 
 
@@ -132,11 +158,26 @@ def captions(root: Path, images: int = 14) -> Path:
     for i, (cocoid, k) in enumerate(zip(ids, kind)):
         split = "test" if i >= images - 3 else "val" if i >= images - 6 else "restval" if i == 0 else "train"
         noun = NOUNS[k]
-        sentences = [f"A {noun} sitting on a bench.", f"a {noun} on the bench", f"There is a {noun} here.",
-                     f"a small {noun} in the park", f"The {noun} is looking at the camera"]
-        entries.append({"filepath": "val2014", "filename": f"COCO_val2014_{cocoid:012d}.jpg", "imgid": i,
-                        "split": split, "cocoid": cocoid, "sentids": list(range(5 * i, 5 * i + 5)),
-                        "sentences": [{"tokens": s.lower().replace(".", "").split(), "raw": s, "imgid": i,
-                                       "sentid": 5 * i + j} for j, s in enumerate(sentences)]})
+        sentences = [
+            f"A {noun} sitting on a bench.",
+            f"a {noun} on the bench",
+            f"There is a {noun} here.",
+            f"a small {noun} in the park",
+            f"The {noun} is looking at the camera",
+        ]
+        entries.append(
+            {
+                "filepath": "val2014",
+                "filename": f"COCO_val2014_{cocoid:012d}.jpg",
+                "imgid": i,
+                "split": split,
+                "cocoid": cocoid,
+                "sentids": list(range(5 * i, 5 * i + 5)),
+                "sentences": [
+                    {"tokens": s.lower().replace(".", "").split(), "raw": s, "imgid": i, "sentid": 5 * i + j}
+                    for j, s in enumerate(sentences)
+                ],
+            }
+        )
     (root / "dataset_coco.json").write_text(json.dumps({"images": entries, "dataset": "coco"}))
     return root

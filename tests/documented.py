@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
 ROOT = Path(__file__).resolve().parents[1]
 INLINE = re.compile(r"`(lwnas [^`]+)`")
 SEPARATORS = re.compile(r"&&|\|\||;|\|")
@@ -43,7 +42,7 @@ def invocations(path: Path, name: str | None = None) -> list[Invocation]:
             for part in SEPARATORS.split(line.split(" #")[0]):
                 words = part.split()
                 if "lwnas" in words:  # after env assignments such as LWNAS_STORAGE=... lwnas dashboard
-                    found.append(Invocation(name, number, " ".join(words[words.index("lwnas"):])))
+                    found.append(Invocation(name, number, " ".join(words[words.index("lwnas") :])))
         else:
             found.extend(Invocation(name, number, m[1]) for m in INLINE.finditer(line))
     return found

@@ -37,7 +37,8 @@ objectives:
   - {{metric: accuracy, direction: maximize}}
   - {{metric: params, direction: minimize}}
 budget: {{trials: {trials}, epochs: {epochs}}}
-# random: a float drawn twice can only come from a replayed sampler (test_sweep_resume_cluster.py::test_resume_proposes_new_points)
+# random: a float drawn twice can only come from a replayed sampler
+# (test_sweep_resume_cluster.py::test_resume_proposes_new_points)
 tuner: {{sampler: random, scheduler: none, max_concurrent: 2, seed: 0}}
 training: {{batch_size: 64, threads: 1}}
 space:
@@ -52,8 +53,14 @@ space:
 def proc_env(tmp: Path, **extra: str) -> dict[str, str]:
     # `lwnas` and `ray` from this interpreter's environment, activated or not
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    env = {**os.environ, "PATH": path, "LWNAS_CACHE": str(tmp / "cache"), "RAY_USAGE_STATS_ENABLED": "0",
-           "PYTHONUNBUFFERED": "1", "RAY_ADDRESS": "local"}
+    env = {
+        **os.environ,
+        "PATH": path,
+        "LWNAS_CACHE": str(tmp / "cache"),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "PYTHONUNBUFFERED": "1",
+        "RAY_ADDRESS": "local",
+    }
     env.pop("LWNAS_STORAGE", None)
     env.update(extra)
     return env
@@ -69,7 +76,7 @@ def session_pids(sid: int) -> list[int]:
             stat = Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()  # state ppid pgrp session ...
+        fields = stat[stat.rindex(")") + 2 :].split()  # state ppid pgrp session ...
         if int(fields[3]) == sid and fields[0] != "Z":
             pids.append(int(entry))
     return pids
@@ -97,22 +104,37 @@ def kill_session(proc: subprocess.Popen, timeout: float = 30) -> None:
 
 def lwnas(cwd: Path, *args: str, timeout: float = 300, **env: str) -> subprocess.CompletedProcess:
     """Run the installed `lwnas` script in ``cwd`` as a user types it (``env`` added); output captured as text."""
-    return subprocess.run(["lwnas", *map(str, args)], cwd=cwd, env=proc_env(cwd, **{"COLUMNS": "200", **env}),
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        ["lwnas", *map(str, args)],
+        cwd=cwd,
+        env=proc_env(cwd, **{"COLUMNS": "200", **env}),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def one_error(result: subprocess.CompletedProcess) -> str:
     """The one line of a failed command (nothing else printed, no traceback)."""
     lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
-    assert result.returncode != 0 and len(lines) == 1 and lines[0].startswith("error "), \
-        (result.returncode, result.stdout + result.stderr)
+    assert result.returncode != 0 and len(lines) == 1 and lines[0].startswith("error "), (
+        result.returncode,
+        result.stdout + result.stderr,
+    )
     return lines[0]
 
 
 def start_proc(cmd: list[str], cwd: Path, env: dict, log: Path) -> subprocess.Popen:
     with open(log, "wb") as out:
-        return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        return subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
 
 
 def run_proc(cmd: list[str], cwd: Path, env: dict, log: Path, timeout: float = SWEEP_TIMEOUT) -> tuple[int, str]:
@@ -178,7 +200,6 @@ def start_dashboard(url: str, cwd: Path, env: dict, log: Path) -> tuple[subproce
     return proc, address
 
 
-
 # ---- storage ----------------------------------------------------------------------------------------
 def states_sqlite(db: Path, name: str) -> dict[int, str]:
     """Trial number -> state, read with plain sqlite3 (read-only: an Optuna storage object would
@@ -188,8 +209,11 @@ def states_sqlite(db: Path, name: str) -> dict[int, str]:
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
         try:
-            rows = con.execute("SELECT t.number, t.state FROM trials t JOIN studies s ON s.study_id = t.study_id "
-                               "WHERE s.study_name = ?", (name,)).fetchall()
+            rows = con.execute(
+                "SELECT t.number, t.state FROM trials t JOIN studies s ON s.study_id = t.study_id "
+                "WHERE s.study_name = ?",
+                (name,),
+            ).fetchall()
         finally:
             con.close()
     except sqlite3.OperationalError:  # the schema is not there yet
@@ -216,7 +240,6 @@ def outcome(t: optuna.trial.FrozenTrial) -> str | None:
     return t.user_attrs.get("outcome")
 
 
-
 def postgres_or_skip() -> None:
     try:
         import psycopg
@@ -226,4 +249,3 @@ def postgres_or_skip() -> None:
         psycopg.connect(PG_URL, connect_timeout=5).close()
     except Exception as exc:  # noqa: BLE001 - any reason the server cannot be used
         pytest.skip(f"PostgreSQL is unreachable at {PG_URL}: {str(exc).splitlines()[0] if str(exc) else exc!r}")
-

@@ -12,25 +12,44 @@ from pathlib import Path
 import yaml
 
 LWNAS = str(Path(sys.executable).with_name("lwnas"))
-ORT = dict(family="ort", d_model=16, heads=2, d_ff=32, layers=2, vocab_size=30, region_features=8,
-           image_regions=4, caption_tokens=3)
+ORT = dict(
+    family="ort",
+    d_model=16,
+    heads=2,
+    d_ff=32,
+    layers=2,
+    vocab_size=30,
+    region_features=8,
+    image_regions=4,
+    caption_tokens=3,
+)
 LW = dict(g_mha=True, groups=2, qk_expansion=2)  # LW-Transformer: G-MHA with Q/K expansion
 
 
 def lwnas(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([LWNAS, *args], cwd=cwd, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"})
+    return subprocess.run(
+        [LWNAS, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
+    )
 
 
 def test_cost_drops_exactly_the_qkv_biases(tmp_path):
-    files = {"bias.yaml": ORT, "no-bias.yaml": {**ORT, "qkv_bias": False},
-             "kv-no-bias.yaml": {**ORT, "qkv_bias": False, "attention_sharing": "kv"},
-             "kv-bias.yaml": {**ORT, "attention_sharing": "kv"},
-             "lw-bias.yaml": {**ORT, **LW}, "lw-no-bias.yaml": {**ORT, **LW, "qkv_bias": False},
-             "lw-shared-bias.yaml": {**ORT, **LW, "weight_sharing": True},
-             "lw-shared-no-bias.yaml": {**ORT, **LW, "weight_sharing": True, "qkv_bias": False},
-             "lw-qk-bias.yaml": {**ORT, **LW, "attention_sharing": "qk"},
-             "lw-qk-no-bias.yaml": {**ORT, **LW, "attention_sharing": "qk", "qkv_bias": False}}
+    files = {
+        "bias.yaml": ORT,
+        "no-bias.yaml": {**ORT, "qkv_bias": False},
+        "kv-no-bias.yaml": {**ORT, "qkv_bias": False, "attention_sharing": "kv"},
+        "kv-bias.yaml": {**ORT, "attention_sharing": "kv"},
+        "lw-bias.yaml": {**ORT, **LW},
+        "lw-no-bias.yaml": {**ORT, **LW, "qkv_bias": False},
+        "lw-shared-bias.yaml": {**ORT, **LW, "weight_sharing": True},
+        "lw-shared-no-bias.yaml": {**ORT, **LW, "weight_sharing": True, "qkv_bias": False},
+        "lw-qk-bias.yaml": {**ORT, **LW, "attention_sharing": "qk"},
+        "lw-qk-no-bias.yaml": {**ORT, **LW, "attention_sharing": "qk", "qkv_bias": False},
+    }
     for name, knobs in files.items():
         (tmp_path / name).write_text(yaml.safe_dump(knobs))
     result = lwnas("cost", *files, "--json", "--no-memory", cwd=tmp_path)
@@ -50,7 +69,8 @@ def test_cost_drops_exactly_the_qkv_biases(tmp_path):
 
 def test_study_searches_qkv_bias_and_coupled_scale(tmp_path):
     study = tmp_path / "knobs.yaml"
-    study.write_text(textwrap.dedent("""\
+    study.write_text(
+        textwrap.dedent("""\
         name: knobs
         task: digits
         objectives:
@@ -64,7 +84,8 @@ def test_study_searches_qkv_bias_and_coupled_scale(tmp_path):
           qkv_bias: {choice: [true, false]}
           attention: {choice: [standard, coupled]}
           coupled_scale: {choice: [quarter, half]}
-        """))
+        """)
+    )
     result = lwnas("space", "sample", str(study), "-n", "16", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     points = [doc for doc in yaml.safe_load_all(result.stdout) if doc]

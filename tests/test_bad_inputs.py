@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-
 from sweep_procs import ROOT, lwnas
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -28,33 +27,80 @@ class Bad:
 
 
 CASES = [
-    Bad("config-missing-file", {}, ("train", "missing.yaml", "--task", "digits"),
-        "error missing.yaml: no such file"),
-    Bad("config-not-a-mapping", {"c.yaml": "- d_model\n- heads\n"}, ("train", "c.yaml", "--task", "digits"),
-        "error c.yaml: expected a mapping of knobs, got list"),
-    Bad("config-unknown-key", {"c.yaml": "family: encoder\nd_modle: 32\n"}, ("train", "c.yaml", "--task", "digits"),
-        "error c.yaml: d_modle: unknown key (did you mean `d_model`?)"),
-    Bad("config-duplicate-key", {"c.yaml": "family: encoder\nd_model: 64\nd_model: 32\n"},
-        ("train", "c.yaml", "--task", "digits"), "error c.yaml:3: `d_model` is given twice in one mapping (first on line 2)"),
-    Bad("config-python-tag", {"c.yaml": "family: !!python/object/apply:os.system ['touch pwned']\n"},
-        ("train", "c.yaml", "--task", "digits"), "only plain YAML values are allowed (tags like !!python/... are refused)"),
-    Bad("config-rule", {"c.yaml": "family: encoder\nd_model: 30\nheads: 4\n"}, ("train", "c.yaml", "--task", "digits"),
-        "error c.yaml: d_model: 30 must be divisible by `heads` (4)"),
-    Bad("unknown-task", {"c.yaml": GOOD}, ("train", "c.yaml", "--task", "digitz"),
-        "error unknown task 'digitz' (did you mean `digits`?)", 1),
-    Bad("features-data-missing", {"c.yaml": GOOD}, ("train", "c.yaml", "--task", "features", "--data", "none.npz"),
-        "error features: no such file or directory: ", 1),
-    Bad("override-out-of-range", {"c.yaml": GOOD}, ("train", "c.yaml", "--task", "digits", "--epochs", "0"),
-        "error epochs: must be an integer >= 1, got 0"),
-    Bad("override-not-finite", {"c.yaml": GOOD}, ("train", "c.yaml", "--task", "digits", "--lr", "nan"),
-        "error lr: must be a finite number > 0, got nan"),
+    Bad("config-missing-file", {}, ("train", "missing.yaml", "--task", "digits"), "error missing.yaml: no such file"),
+    Bad(
+        "config-not-a-mapping",
+        {"c.yaml": "- d_model\n- heads\n"},
+        ("train", "c.yaml", "--task", "digits"),
+        "error c.yaml: expected a mapping of knobs, got list",
+    ),
+    Bad(
+        "config-unknown-key",
+        {"c.yaml": "family: encoder\nd_modle: 32\n"},
+        ("train", "c.yaml", "--task", "digits"),
+        "error c.yaml: d_modle: unknown key (did you mean `d_model`?)",
+    ),
+    Bad(
+        "config-duplicate-key",
+        {"c.yaml": "family: encoder\nd_model: 64\nd_model: 32\n"},
+        ("train", "c.yaml", "--task", "digits"),
+        "error c.yaml:3: `d_model` is given twice in one mapping (first on line 2)",
+    ),
+    Bad(
+        "config-python-tag",
+        {"c.yaml": "family: !!python/object/apply:os.system ['touch pwned']\n"},
+        ("train", "c.yaml", "--task", "digits"),
+        "only plain YAML values are allowed (tags like !!python/... are refused)",
+    ),
+    Bad(
+        "config-rule",
+        {"c.yaml": "family: encoder\nd_model: 30\nheads: 4\n"},
+        ("train", "c.yaml", "--task", "digits"),
+        "error c.yaml: d_model: 30 must be divisible by `heads` (4)",
+    ),
+    Bad(
+        "unknown-task",
+        {"c.yaml": GOOD},
+        ("train", "c.yaml", "--task", "digitz"),
+        "error unknown task 'digitz' (did you mean `digits`?)",
+        1,
+    ),
+    Bad(
+        "features-data-missing",
+        {"c.yaml": GOOD},
+        ("train", "c.yaml", "--task", "features", "--data", "none.npz"),
+        "error features: no such file or directory: ",
+        1,
+    ),
+    Bad(
+        "override-out-of-range",
+        {"c.yaml": GOOD},
+        ("train", "c.yaml", "--task", "digits", "--epochs", "0"),
+        "error epochs: must be an integer >= 1, got 0",
+    ),
+    Bad(
+        "override-not-finite",
+        {"c.yaml": GOOD},
+        ("train", "c.yaml", "--task", "digits", "--lr", "nan"),
+        "error lr: must be a finite number > 0, got nan",
+    ),
     Bad("option-wrong-type", {}, ("sweep", "s.yaml", "--trials", "many"), "Invalid value for '--trials'"),
     Bad("unknown-option", {}, ("sweep", "s.yaml", "--trails", "3"), "No such option: --trails"),
     Bad("unknown-command", {}, ("swep", "s.yaml"), "No such command 'swep'"),
-    Bad("storage-unknown-scheme", {}, ("status", "quickstart", "--storage", "sqlit:///lwnas.db"),
-        "error cannot open storage sqlit:///lwnas.db", 1),
-    Bad("storage-file-missing", {}, ("status", "quickstart", "--storage", "sqlite:///lwnas.db"),
-        "error no database at sqlite:///lwnas.db: ", 1),
+    Bad(
+        "storage-unknown-scheme",
+        {},
+        ("status", "quickstart", "--storage", "sqlit:///lwnas.db"),
+        "error cannot open storage sqlit:///lwnas.db",
+        1,
+    ),
+    Bad(
+        "storage-file-missing",
+        {},
+        ("status", "quickstart", "--storage", "sqlite:///lwnas.db"),
+        "error no database at sqlite:///lwnas.db: ",
+        1,
+    ),
 ]
 
 
@@ -74,7 +120,10 @@ def test_features_data_without_labels_names_what_it_has(tmp_path):
     (tmp_path / "c.yaml").write_text(GOOD)
     np.savez(tmp_path / "data.npz", regions=np.zeros((4, 2, 3), dtype=np.float32))
     result = lwnas(tmp_path, "train", "c.yaml", "--task", "features", "--data", "data.npz")
-    assert result.returncode == 1 and f"error features: {tmp_path / 'data.npz'} lacks `labels` (has: regions)" in result.stderr
+    assert (
+        result.returncode == 1
+        and f"error features: {tmp_path / 'data.npz'} lacks `labels` (has: regions)" in result.stderr
+    )
 
 
 def test_a_study_not_in_the_storage_names_those_that_are(tmp_path):
@@ -94,8 +143,8 @@ REFERENCE = re.compile(r"(tests/[\w/]+\.py)::(\w+)(?:\[([^\]]+)\])?")
 
 def catalogue_rows() -> list[str]:
     text = (ROOT / "docs" / "studies.md").read_text()
-    section = text[text.index(SECTION):]
-    section = section[:section.find("\n## ", 1)] if "\n## " in section[1:] else section
+    section = text[text.index(SECTION) :]
+    section = section[: section.find("\n## ", 1)] if "\n## " in section[1:] else section
     return [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| class")]
 
 

@@ -40,7 +40,7 @@ def naive_grouped_linear(gl: GroupedLinear, x: torch.Tensor) -> torch.Tensor:
     outs = []
     for i in range(gl.groups):
         w, b = group_params(gl, i)
-        outs.append(F.linear(x[..., i * chunk:(i + 1) * chunk], w.T, b))
+        outs.append(F.linear(x[..., i * chunk : (i + 1) * chunk], w.T, b))
     return torch.cat(outs, dim=-1)
 
 
@@ -90,8 +90,12 @@ def box_geometry_reference(boxes):
             (ax0, ay0, ax1, ay1), (bx0, by0, bx1, by1) = boxes[i].tolist(), boxes[j].tolist()
             wi, hi, wj, hj = ax1 - ax0 + 1.0, ay1 - ay0 + 1.0, bx1 - bx0 + 1.0, by1 - by0 + 1.0
             dcx, dcy = abs((ax0 + ax1) / 2 - (bx0 + bx1) / 2), abs((ay0 + ay1) / 2 - (by0 + by1) / 2)
-            numbers = [math.log(max(dcx / wi, 1e-3)), math.log(max(dcy / hi, 1e-3)),
-                       math.log(wi / wj), math.log(hi / hj)]
+            numbers = [
+                math.log(max(dcx / wi, 1e-3)),
+                math.log(max(dcy / hi, 1e-3)),
+                math.log(wi / wj),
+                math.log(hi / hj),
+            ]
             angles = [100.0 * n * 1000.0 ** (-f / 8) for n in numbers for f in range(8)]
             out[i, j] = torch.tensor([math.sin(a) for a in angles] + [math.cos(a) for a in angles], dtype=boxes.dtype)
     return out
@@ -112,7 +116,7 @@ def naive_mha(mha: MultiHeadAttention, x, context=None, mask=None, kernel=None):
 
     outs = []
     for i in range(g):
-        xi, ci = x[..., i * dx:(i + 1) * dx], context[..., i * dc:(i + 1) * dc]
+        xi, ci = x[..., i * dx : (i + 1) * dx], context[..., i * dc : (i + 1) * dc]
         if mha.attention_sharing == "qk":  # Q and K through the same projection
             qg, kg, vg = lin(mha.qk_proj, xi, i), lin(mha.qk_proj, ci, i), lin(mha.v_proj, ci, i)
         elif mha.attention_sharing == "kv":  # the projected key is also the value
@@ -123,8 +127,8 @@ def naive_mha(mha: MultiHeadAttention, x, context=None, mask=None, kernel=None):
         dq, dv = qg.shape[-1] // hg, vg.shape[-1] // hg
         heads = []
         for j in range(hg):
-            q, k = qg[..., j * dq:(j + 1) * dq], kg[..., j * dq:(j + 1) * dq]
-            v = vg[..., j * dv:(j + 1) * dv]
+            q, k = qg[..., j * dq : (j + 1) * dq], kg[..., j * dq : (j + 1) * dq]
+            v = vg[..., j * dv : (j + 1) * dv]
             if kernel is None:
                 heads.append(naive_softmax_attention(q, k, v, mask))
             else:
@@ -143,7 +147,7 @@ def test_grouped_linear_equals_loop_over_groups(groups, shared, bias):
     x = _rand(2, 3, 16)
     y = gl(x)
     assert y.shape == (2, 3, 24)
-    chunk_in, chunk_out = 16 // groups, 24 // groups
+    chunk_in = 16 // groups
     ref = []
     for i in range(groups):
         if groups == 1:
@@ -151,7 +155,7 @@ def test_grouped_linear_equals_loop_over_groups(groups, shared, bias):
         else:
             j = 0 if shared else i
             w, b = gl.weight[j].T, (gl.bias[j] if bias else None)  # stored (G, in/k, out/k)
-        ref.append(F.linear(x[..., i * chunk_in:(i + 1) * chunk_in], w, b))
+        ref.append(F.linear(x[..., i * chunk_in : (i + 1) * chunk_in], w, b))
     torch.testing.assert_close(y, torch.cat(ref, -1), **TOL)
     if groups == 1:
         expected = 16 * 24 + (24 if bias else 0)
@@ -168,7 +172,7 @@ def test_shared_grouped_linear_uses_one_weight_for_every_group():
     x = _rand(5, 12)
     y = gl(x).view(5, 3, 2)
     for i in range(3):  # every group applies the same map
-        torch.testing.assert_close(y[:, i], x[:, 4 * i:4 * i + 4] @ gl.weight[0] + gl.bias[0], **TOL)
+        torch.testing.assert_close(y[:, i], x[:, 4 * i : 4 * i + 4] @ gl.weight[0] + gl.bias[0], **TOL)
     same = x[:, :4].repeat(1, 3)  # identical chunks -> identical group outputs
     out = gl(same).view(5, 3, 2)
     torch.testing.assert_close(out[:, 0], out[:, 2], **TOL)
@@ -181,17 +185,22 @@ def test_grouped_linear_rejects_indivisible_widths():
 
 # ---- G-MHA -------------------------------------------------------------------------------------------
 GMHA_CASES = [(1, False, 1, False)] + [
-    (k, shared, n, merge) for k in (2, 4) for shared in (False, True) for n in (1, 2) for merge in (False, True)]
+    (k, shared, n, merge) for k in (2, 4) for shared in (False, True) for n in (1, 2) for merge in (False, True)
+]
 
 
-@pytest.mark.parametrize("k, shared, n, merge", GMHA_CASES,
-                         ids=[f"k{k}-ws{int(s)}-n{n}-lml{int(m)}" for k, s, n, m in GMHA_CASES])
+@pytest.mark.parametrize(
+    "k, shared, n, merge", GMHA_CASES, ids=[f"k{k}-ws{int(s)}-n{n}-lml{int(m)}" for k, s, n, m in GMHA_CASES]
+)
 @pytest.mark.parametrize("cross", [False, True], ids=["self", "cross"])
 def test_gmha_equals_per_group_mha(k, shared, n, merge, cross):
     torch.manual_seed(1)
     d, h = 16, 4
-    mha = MultiHeadAttention(d, h, groups=k, g_mha=k > 1, weight_sharing=shared, qk_expansion=n,
-                             g_lml=merge).to(DT).eval()
+    mha = (
+        MultiHeadAttention(d, h, groups=k, g_mha=k > 1, weight_sharing=shared, qk_expansion=n, g_lml=merge)
+        .to(DT)
+        .eval()
+    )
     assert mha.q_proj.groups == k and mha.k_proj.groups == k and mha.v_proj.groups == k
     assert mha.out_proj.groups == (k if merge else 1)
     assert mha.q_proj.out_features == n * d and mha.v_proj.out_features == d
@@ -222,8 +231,11 @@ SHARING_CASES = [(s, g, 1) for s in ("none", "qk", "kv") for g in (False, True)]
 def test_attention_sharing_equals_naive(sharing, grouped, n, cross):
     torch.manual_seed(3)
     d = 16
-    mha = MultiHeadAttention(d, 4, groups=2 if grouped else 1, g_mha=grouped, attention_sharing=sharing,
-                             qk_expansion=n).to(DT).eval()
+    mha = (
+        MultiHeadAttention(d, 4, groups=2 if grouped else 1, g_mha=grouped, attention_sharing=sharing, qk_expansion=n)
+        .to(DT)
+        .eval()
+    )
     x = _rand(2, 5, d)
     ctx = _rand(2, 3, d) if cross else None
     seen = {}
@@ -275,9 +287,9 @@ def test_masks_relation_bias_and_causal_match_naive():
     q, k, v = (p(x) for p in (mha.q_proj, mha.k_proj, mha.v_proj))
     heads = []
     for j in range(h):
-        s = q[..., j * d_h:(j + 1) * d_h] @ k[..., j * d_h:(j + 1) * d_h].transpose(-1, -2) / math.sqrt(d_h)
+        s = q[..., j * d_h : (j + 1) * d_h] @ k[..., j * d_h : (j + 1) * d_h].transpose(-1, -2) / math.sqrt(d_h)
         s = (s + bias[..., j]).masked_fill(~allowed, float("-inf"))
-        heads.append(torch.softmax(s, -1) @ v[..., j * d_h:(j + 1) * d_h])
+        heads.append(torch.softmax(s, -1) @ v[..., j * d_h : (j + 1) * d_h])
     torch.testing.assert_close(out, mha.out_proj(torch.cat(heads, -1)), **TOL)
 
 
@@ -294,13 +306,17 @@ def test_grouped_ffn_equals_loop(g_il, shared):
         assert ffn.fc1.weight.shape == (hidden, d)
     x = _rand(3, 5, d)
     if g_il:
-        hid = torch.cat([x[..., i * 4:(i + 1) * 4] @ group_params(ffn.fc1, i)[0] + group_params(ffn.fc1, i)[1]
-                         for i in range(k)], -1)
+        hid = torch.cat(
+            [x[..., i * 4 : (i + 1) * 4] @ group_params(ffn.fc1, i)[0] + group_params(ffn.fc1, i)[1] for i in range(k)],
+            -1,
+        )
     else:
         hid = x @ ffn.fc1.weight.T + ffn.fc1.bias
     hid = hid.clamp(min=0)
-    ref = torch.cat([hid[..., i * 8:(i + 1) * 8] @ group_params(ffn.fc2, i)[0] + group_params(ffn.fc2, i)[1]
-                     for i in range(k)], -1)
+    ref = torch.cat(
+        [hid[..., i * 8 : (i + 1) * 8] @ group_params(ffn.fc2, i)[0] + group_params(ffn.fc2, i)[1] for i in range(k)],
+        -1,
+    )
     torch.testing.assert_close(ffn(x), ref, **TOL)
 
 
@@ -320,8 +336,12 @@ def test_coupled_equals_kronecker_attention(grid, scale):
     t = grid[0] * grid[1]
     q, k, v = _rand(b, n, t, c), _rand(b, n, t, c), _rand(b, n, t, c + 2)  # d_v may differ from d_q
     out = CoupledAttention(grid, coupled_scale=scale).eval()(q, k, v)
-    ref = torch.stack([torch.stack([kron_attention(q[i, j], k[i, j], v[i, j], grid, COUPLED_POWERS[scale])
-                                    for j in range(n)]) for i in range(b)])
+    ref = torch.stack(
+        [
+            torch.stack([kron_attention(q[i, j], k[i, j], v[i, j], grid, COUPLED_POWERS[scale]) for j in range(n)])
+            for i in range(b)
+        ]
+    )
     torch.testing.assert_close(out, ref, **TOL)
 
 
@@ -348,8 +368,9 @@ def test_coupled_differs_from_standard_attention():
 def test_coupled_mha_equals_projections_and_kronecker(qkv_bias):
     torch.manual_seed(7)
     grid = (3, 4)
-    mha = MultiHeadAttention(16, 4, groups=2, g_mha=True, qk_expansion=2, kernel="coupled", grid=grid,
-                             qkv_bias=qkv_bias).to(DT)
+    mha = MultiHeadAttention(
+        16, 4, groups=2, g_mha=True, qk_expansion=2, kernel="coupled", grid=grid, qkv_bias=qkv_bias
+    ).to(DT)
     x = _rand(2, 12, 16)
     ref = naive_mha(mha.eval(), x, kernel=lambda q, k, v: kron_attention(q, k, v, grid))
     torch.testing.assert_close(mha(x), ref, **TOL)
@@ -460,7 +481,11 @@ class ListingCoder(nn.Module):
         self.l1 = nn.Linear(input_dim, inner_dim * N * K)
         self.bn1 = nn.BatchNorm1d(inner_dim * N * K)
         self.centroids = nn.Parameter(torch.randn(inner_dim * N * K))
-        self.temp = nn.Parameter(torch.ones(1,))
+        self.temp = nn.Parameter(
+            torch.ones(
+                1,
+            )
+        )
 
     def forward(self, x):
         N, K, inner_dim = self.N, self.K, self.inner_dim
@@ -540,7 +565,7 @@ def test_sketch_train_mode_normalises_over_real_tokens_only():
     coded = ref.coder(torch.cat([x[i, :n] for i, n in enumerate(lengths)]))
     starts = [0, 6, 9, 10]
     for i in range(3):
-        summed = coded[starts[i]:starts[i + 1]].sum(0).view(3, 5)
+        summed = coded[starts[i] : starts[i + 1]].sum(0).view(3, 5)
         torch.testing.assert_close(out[i], F.normalize(summed, dim=-1).view(15), **TOL)
     torch.testing.assert_close(pool.coder.norm.running_mean, ref.coder.bn1.running_mean, **TOL)
 
@@ -598,8 +623,18 @@ def test_radix_decode_marks_special_tokens_invalid():
 
 
 def test_ort_radix_vocabulary_is_v_plus_3():
-    cfg = ArchConfig(family="ort", d_model=16, heads=2, d_ff=32, layers=1, radix_base=8, vocab_size=50,
-                     region_features=8, image_regions=3, caption_tokens=4)
+    cfg = ArchConfig(
+        family="ort",
+        d_model=16,
+        heads=2,
+        d_ff=32,
+        layers=1,
+        radix_base=8,
+        vocab_size=50,
+        region_features=8,
+        image_regions=3,
+        caption_tokens=4,
+    )
     model = build_model(cfg)
     assert model.num_tokens == 11 and model.embed_tokens.num_embeddings == 11
     assert model.generator.out_features == 11
@@ -657,7 +692,8 @@ def test_shared_layers_share_storage(family):
     assert sum(p.numel() for p in unshared.parameters()) == analytic_params(cfg.replace(layer_sharing=None))
     assert sum(p.numel() for p in unshared.parameters()) - total == (
         4 * sum(p.numel() for p in model.encoder.blocks[0].parameters())
-        + 4 * sum(p.numel() for p in model.decoder.blocks[0].parameters()))
+        + 4 * sum(p.numel() for p in model.decoder.blocks[0].parameters())
+    )
 
 
 def _tie_unshared(shared, unshared):
@@ -694,8 +730,11 @@ def test_shared_layers_accumulate_gradients_and_step_consistently():
         for index in (0, 1):
             block = getattr(shared, stack).blocks[index]
             for name, p in block.named_parameters():
-                copies = [dict(getattr(unshared, stack).blocks[j].named_parameters())[name]
-                          for j, i in enumerate(pattern) if i == index]
+                copies = [
+                    dict(getattr(unshared, stack).blocks[j].named_parameters())[name]
+                    for j, i in enumerate(pattern)
+                    if i == index
+                ]
                 torch.testing.assert_close(p.grad, sum(c.grad for c in copies), rtol=1e-9, atol=1e-12)
                 for c in copies:  # the unshared model now gets the tied gradient at every copy
                     c.grad = p.grad.clone()

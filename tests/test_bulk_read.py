@@ -10,7 +10,6 @@ import time
 import uuid
 
 import numpy as np
-
 import optuna
 import pytest
 from sweep_procs import PG_URL, postgres_or_skip
@@ -105,16 +104,20 @@ def test_incremental_read_returns_what_changed(url, name):
 
 
 def test_bulk_write_equals_add_trials(url, name):
-    rng_trials = [make_trial(i, ("accuracy", "params"), np.random.default_rng(i), dt.datetime(2026, 1, 1, 9, 0, i))
-                  for i in range(12)]
+    rng_trials = [
+        make_trial(i, ("accuracy", "params"), np.random.default_rng(i), dt.datetime(2026, 1, 1, 9, 0, i))
+        for i in range(12)
+    ]
     storage = open_storage(url, create=True)
     ours = optuna.create_study(study_name=name, storage=storage, directions=["maximize", "minimize"])
     theirs = optuna.create_study(study_name=name + "-add", storage=storage, directions=["maximize", "minimize"])
     try:
         insert_trials(storage, storage.get_study_id_from_name(name), rng_trials)
         theirs.add_trials(rng_trials)
+
         def fields(trials):
             return [{k: v for k, v in t.__dict__.items() if k != "_trial_id"} for t in trials]
+
         assert fields(ours.get_trials(deepcopy=False)) == fields(theirs.get_trials(deepcopy=False))
         assert len(ours.trials) == 12
     finally:

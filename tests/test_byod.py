@@ -7,29 +7,39 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import byod_data
 import numpy as np
 import optuna
 import pytest
 import yaml
-
-import byod_data
-from searchspace.files import load_config_file
 from sweep_procs import COUNTED, lwnas, outcome, proc_env, read_trials, run_proc
+
+from searchspace.files import load_config_file
 from trainers import cost
 from trainers.tasks import resolve_task
 from trainers.tasks.lazy import ArrayRows, PatchRows, RegionRows
 
 # (task, family, layout writer, a small configuration of the family)
 CASES = {
-    "image-folder": ("encoder", byod_data.image_folder, {"d_model": 16, "heads": 2, "layers": 1, "attention": "coupled"}),
+    "image-folder": (
+        "encoder",
+        byod_data.image_folder,
+        {"d_model": 16, "heads": 2, "layers": 1, "attention": "coupled"},
+    ),
     "cifar": ("encoder", byod_data.cifar, {"d_model": 16, "heads": 2, "layers": 1}),
     "vqa": ("mcan", byod_data.vqa, {"d_model": 16, "heads": 2, "layers": 1}),
     "captions": ("ort", byod_data.captions, {"d_model": 16, "heads": 2, "layers": 1, "radix_base": 4}),
-    "caption-retrieval": ("retrieval", byod_data.captions, {"d_model": 16, "heads": 2, "layers": 1,
-                                                            "pooling": "sketch", "sketch_n": 2, "sketch_k": 4}),
+    "caption-retrieval": (
+        "retrieval",
+        byod_data.captions,
+        {"d_model": 16, "heads": 2, "layers": 1, "pooling": "sketch", "sketch_n": 2, "sketch_k": 4},
+    ),
 }
-OPTIONS = {"image-folder": {"image_size": 16, "patch": 4}, "captions": {"min_word_count": 2},
-           "caption-retrieval": {"min_word_count": 2}}
+OPTIONS = {
+    "image-folder": {"image_size": 16, "patch": 4},
+    "captions": {"min_word_count": 2},
+    "caption-retrieval": {"min_word_count": 2},
+}
 
 
 def write(tmp_path: Path, task: str) -> Path:
@@ -41,8 +51,17 @@ def test_lwnas_train_two_epochs_on_each_layout(tmp_path, task):
     family, writer, knobs = CASES[task]
     data = writer(tmp_path / "data")
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump({"family": family, **knobs, "task": task, "task_options": OPTIONS.get(task, {}),
-                                      "training": {"batch_size": 8, "threads": 1}}))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "family": family,
+                **knobs,
+                "task": task,
+                "task_options": OPTIONS.get(task, {}),
+                "training": {"batch_size": 8, "threads": 1},
+            }
+        )
+    )
     done = lwnas(tmp_path, "train", config, "--data", data, "--epochs", "2", "--out", tmp_path / "run", timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
@@ -64,15 +83,37 @@ def test_input_sizes_come_from_the_data(tmp_path):
     vqa = resolve_task("vqa", path=str(byod_data.vqa(tmp_path / "vqa")))
     # 3 to 5 regions per image of 8 features; "how many dogs are there" is the longest question (5 words);
     # 3 answers; the vocabulary: <pad>, <unk> and the 12 distinct question words
-    assert vqa.input_sizes() == {"question_tokens": 5, "image_regions": 5, "region_features": 8,
-                                 "vocab_size": 14, "num_answers": 3}
+    assert vqa.input_sizes() == {
+        "question_tokens": 5,
+        "image_regions": 5,
+        "region_features": 8,
+        "vocab_size": 14,
+        "num_answers": 3,
+    }
     images = resolve_task("image-folder", path=str(byod_data.image_folder(tmp_path / "img")), image_size=16, patch=4)
     assert images.input_sizes() == {"grid": (4, 4), "patch_features": 48, "num_classes": 3}
     caps = resolve_task("captions", path=str(byod_data.captions(tmp_path / "caps")), min_word_count=2)
     # longest caption: "the <noun> is looking at the camera" (7 words) + EOS; words seen twice or more
     assert caps.input_sizes()["caption_tokens"] == 8
-    assert caps.input_sizes()["vocab_size"] == 4 + len({"a", "sitting", "on", "bench", "the", "there", "is", "here",
-                                                          "small", "in", "park", "looking", "at", "camera", *byod_data.NOUNS})
+    assert caps.input_sizes()["vocab_size"] == 4 + len(
+        {
+            "a",
+            "sitting",
+            "on",
+            "bench",
+            "the",
+            "there",
+            "is",
+            "here",
+            "small",
+            "in",
+            "park",
+            "looking",
+            "at",
+            "camera",
+            *byod_data.NOUNS,
+        }
+    )
 
 
 def test_columns_are_read_lazily_and_batches_see_the_right_rows(tmp_path):
@@ -86,7 +127,7 @@ def test_columns_are_read_lazily_and_batches_see_the_right_rows(tmp_path):
     # row 3 is the first question of image 2: its features are that image's file, zero-padded past its regions
     with np.load(next((data / "features").glob("*000000000002.jpg.npz"))) as f:
         x = f["x"]
-    assert np.allclose(batch[1, : len(x)].numpy(), x) and not batch[1, len(x):].any()
+    assert np.allclose(batch[1, : len(x)].numpy(), x) and not batch[1, len(x) :].any()
     assert train["region_mask"][np.array([3])][0].tolist() == [True] * len(x) + [False] * (5 - len(x))
     cifar = resolve_task("cifar", path=str(byod_data.cifar(tmp_path / "cifar")))
     patches = cifar.load()["test"]["patches"]
@@ -112,7 +153,9 @@ def test_preprocessing_is_cached_by_fingerprint_and_rebuilt_when_inputs_change(t
 def test_where_the_data_folder_takes_no_cache_it_goes_under_lwnas_cache(tmp_path, monkeypatch):
     data = byod_data.cifar(tmp_path / "cifar")
     monkeypatch.setenv("LWNAS_CACHE", str(tmp_path / "cache"))
-    (data / ".lwnas").write_text("")  # no folder can be made there (as in a read-only data folder; root may write anywhere)
+    (data / ".lwnas").write_text(
+        ""
+    )  # no folder can be made there (as in a read-only data folder; root may write anywhere)
     task = resolve_task("cifar", path=str(data))
     assert task.folder.parent == tmp_path / "cache" / "prepared"
     # 40 training images of 3 classes (14, 13, 13): 10% of each, rounded, is validation
@@ -120,19 +163,28 @@ def test_where_the_data_folder_takes_no_cache_it_goes_under_lwnas_cache(tmp_path
 
 
 # ---- one small sweep per layout, through `lwnas sweep` on SQLite --------------------------------------------
-SWEPT = {"image-folder": "accuracy", "cifar": "accuracy", "vqa": "vqa_accuracy", "captions": "bleu4",
-         "caption-retrieval": "mrr"}
+SWEPT = {
+    "image-folder": "accuracy",
+    "cifar": "accuracy",
+    "vqa": "vqa_accuracy",
+    "captions": "bleu4",
+    "caption-retrieval": "mrr",
+}
 
 
 @pytest.mark.parametrize("task", list(SWEPT))
 def test_lwnas_sweep_runs_over_each_layout(tmp_path, task):
     family, writer, knobs = CASES[task]
     data = writer(tmp_path / "data")
-    study = {"name": f"byod-{task}", "task": task, "objectives": [SWEPT[task], "params"],
-             "budget": {"trials": 2, "epochs": 1}, "tuner": {"sampler": "random", "scheduler": "none",
-                                                            "max_concurrent": 1, "seed": 0},
-             "training": {"batch_size": 8, "threads": 1},
-             "space": {**knobs, "d_model": {"choice": [8, 16]}, "lr": {"float": [1e-3, 5e-3], "log": True}}}
+    study = {
+        "name": f"byod-{task}",
+        "task": task,
+        "objectives": [SWEPT[task], "params"],
+        "budget": {"trials": 2, "epochs": 1},
+        "tuner": {"sampler": "random", "scheduler": "none", "max_concurrent": 1, "seed": 0},
+        "training": {"batch_size": 8, "threads": 1},
+        "space": {**knobs, "d_model": {"choice": [8, 16]}, "lr": {"float": [1e-3, 5e-3], "log": True}},
+    }
     options = dict(OPTIONS.get(task, {}))
     via_option = task in ("cifar", "captions")  # the data as a task option in the study, or as --data
     if via_option:
@@ -152,14 +204,16 @@ def test_lwnas_sweep_runs_over_each_layout(tmp_path, task):
 
 
 def test_the_studies_docs_tasks_md_shows_are_the_shipped_ones():
-    """Each ```yaml block of docs/tasks.md that starts `# studies/data/NAME.yaml` is that file, and every layout has one."""
+    """Each ```yaml block of docs/tasks.md that starts `# studies/data/NAME.yaml` is that file, and every layout
+    has one."""
     import re
 
     from sweep_procs import ROOT
 
     blocks = re.findall(r"```yaml\n# (studies/data/[\w-]+\.yaml)\n(.*?)```", (ROOT / "docs/tasks.md").read_text(), re.S)
-    assert {path for path, _ in blocks} == {f"studies/data/{n}.yaml" for n in ("image-folder", "cifar", "vqa", "captions",
-                                                                               "caption-retrieval")}
+    assert {path for path, _ in blocks} == {
+        f"studies/data/{n}.yaml" for n in ("image-folder", "cifar", "vqa", "captions", "caption-retrieval")
+    }
     for path, shown in blocks:
         assert yaml.safe_load(shown) == yaml.safe_load((ROOT / path).read_text()), path
     assert sorted(p.stem for p in (ROOT / "studies/data").glob("*.yaml")) == sorted(CASES)
@@ -179,8 +233,12 @@ def test_vqa_reads_one_hdf5_file_of_features_lazily_and_trains(tmp_path):
     for column in ("regions", "region_mask", "question"):
         assert np.allclose(a["train"][column][rows].numpy(), b["train"][column][rows].numpy()), column
     assert np.allclose(npz.regions.boxes, h5.regions.boxes) and h5.regions.boxes.max() <= 1  # made relative
-    result = train(ArchConfig.from_dict({"family": "mcan", "d_model": 16, "heads": 2, "layers": 1}), h5,
-                   TrainSettings(epochs=1, batch_size=8, threads=1), progress=False)
+    result = train(
+        ArchConfig.from_dict({"family": "mcan", "d_model": 16, "heads": 2, "layers": 1}),
+        h5,
+        TrainSettings(epochs=1, batch_size=8, threads=1),
+        progress=False,
+    )
     assert np.isfinite(result.test["vqa_accuracy"])
 
 
@@ -192,8 +250,10 @@ def test_an_hdf5_file_without_image_ids_is_refused(tmp_path):
         del f["image_ids"]
     with pytest.raises(ValueError) as info:
         resolve_task("vqa", path=str(data))
-    assert str(info.value) == (f"{data / 'features.h5'}: holds no image ids (expected a dataset `image_ids` or `ids`; "
-                               f"found boxes, features, image_h, image_w, num_boxes)")
+    assert str(info.value) == (
+        f"{data / 'features.h5'}: holds no image ids (expected a dataset `image_ids` or `ids`; "
+        f"found boxes, features, image_h, image_w, num_boxes)"
+    )
 
 
 @pytest.mark.parametrize("name", ["num_boxes", "image_w"])
@@ -206,8 +266,9 @@ def test_an_hdf5_file_whose_per_image_numbers_do_not_match_its_images_is_refused
         f[name] = np.full(3, 5)
     with pytest.raises(ValueError) as info:
         resolve_task("vqa", path=str(data))
-    assert str(info.value) == (f"{data / 'features.h5'}: `{name}` must be 12 numbers (one per row of `features`), "
-                               f"found shape (3,) of int64")
+    assert str(info.value) == (
+        f"{data / 'features.h5'}: `{name}` must be 12 numbers (one per row of `features`), found shape (3,) of int64"
+    )
 
 
 def test_caption_json_with_non_ascii_text_reads_under_any_locale(tmp_path):

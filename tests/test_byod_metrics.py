@@ -53,8 +53,7 @@ def test_bleu4_by_hand():
 
 def test_retrieval_ranks_with_several_captions_per_image():
     # 2 images, 3 captions: captions 0 and 1 belong to image 0, caption 2 to image 1
-    scores = torch.tensor([[0.1, 0.9, 0.5],
-                           [0.8, 0.2, 0.3]])
+    scores = torch.tensor([[0.1, 0.9, 0.5], [0.8, 0.2, 0.3]])
     i2t, t2i = ranks(scores, torch.tensor([0, 0, 1]))
     # image 0: its best caption (1, 0.9) ranks first; image 1: caption 2 (0.3) is behind 0.8 -> 2
     assert i2t.tolist() == [1, 2]
@@ -67,6 +66,7 @@ def test_sequences_put_eos_after_each_caption_s_last_word():
     word_model = type("M", (), {"codec": None})()
     assert sequences(word_model, words).tolist() == [[1, 5, 6, 2, 0], [1, 7, 2, 0, 0]]
     from searchspace.radix import RadixCodec
+
     radix_model = type("M", (), {"codec": RadixCodec(2, 4)})()  # 2 digits per word, BOS 3, EOS 4
     # words 1 and 3 -> digits (0,1) and (1,1) -> tokens (1,2) and (2,2); padding words stay 0
     assert sequences(radix_model, torch.tensor([[1, 3, 0]])).tolist() == [[3, 1, 2, 2, 2, 4, 0, 0]]

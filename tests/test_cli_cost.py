@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from typer.testing import CliRunner
 
 from tuners.cli import app
@@ -61,8 +60,9 @@ def test_check_fails_on_a_wrong_reference(tmp_path):
 
 def lwnas(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     """The installed `lwnas` script, as a user runs it."""
-    return subprocess.run([str(Path(sys.executable).parent / "lwnas"), *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "lwnas"), *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.mark.parametrize("config, task", [("digits-baseline.yaml", "digits"), ("shapes-vqa-lw.yaml", "shapes-vqa")])
@@ -70,8 +70,20 @@ def test_cost_at_a_task_equals_the_trained_model(tmp_path, config, task):
     path = ROOT / "studies/baselines" / config
     costed = lwnas("cost", str(path), "--task", task, "--no-memory", "--json")
     assert costed.returncode == 0, costed.stderr
-    trained = lwnas("train", str(path), "--task", task, "--epochs", "1", "--threads", "1", "--batch-size", "256",
-                    "-o", str(tmp_path / "run"))
+    trained = lwnas(
+        "train",
+        str(path),
+        "--task",
+        task,
+        "--epochs",
+        "1",
+        "--threads",
+        "1",
+        "--batch-size",
+        "256",
+        "-o",
+        str(tmp_path / "run"),
+    )
     assert trained.returncode == 0, trained.stderr
     figures, summary = json.loads(costed.stdout), json.loads(trained.stdout)
     assert (figures["params"], figures["madds"]) == (summary["params"], summary["madds"])
@@ -82,12 +94,16 @@ def test_cost_at_a_task_equals_the_trained_model(tmp_path, config, task):
 
 def test_cost_of_a_folder_shows_progress_and_the_memory_it_measured(tmp_path):
     for name, width in (("a", 16), ("b", 32)):
-        (tmp_path / f"{name}.yaml").write_text(f"family: encoder\nd_model: {width}\nheads: 2\n"
-                                               "reference:\n  table: X\n  row: r\n  params: {total: 1.0M}\n")
+        (tmp_path / f"{name}.yaml").write_text(
+            f"family: encoder\nd_model: {width}\nheads: 2\n"
+            "reference:\n  table: X\n  row: r\n  params: {total: 1.0M}\n"
+        )
     done = lwnas("cost", str(tmp_path), "--format", "markdown")
     assert done.returncode == 0, done.stderr
-    assert [line for line in done.stderr.splitlines() if line.startswith("costing")] == \
-           [f"costing [1/2] {tmp_path / 'a.yaml'}", f"costing [2/2] {tmp_path / 'b.yaml'}"]
+    assert [line for line in done.stderr.splitlines() if line.startswith("costing")] == [
+        f"costing [1/2] {tmp_path / 'a.yaml'}",
+        f"costing [2/2] {tmp_path / 'b.yaml'}",
+    ]
     header, _, *rows = done.stdout.splitlines()
     assert header.endswith("| peak memory fwd+bwd, batch 1 (cpu) |") and len(rows) == 2
     assert all(re.search(r"\| [0-9.]+[KMG]?B \|$", row) for row in rows), done.stdout
@@ -123,4 +139,5 @@ def test_cost_at_a_task_of_another_family_names_the_file(tmp_path):
     done = lwnas("cost", str(config), "--task", "digits", "--no-memory")
     assert done.returncode == 2, done.stderr
     assert [line for line in done.stderr.splitlines() if line.startswith("error")] == [
-        f"error {config}: family: task `digits` trains family `encoder`, but the configuration is `mcan`"]
+        f"error {config}: family: task `digits` trains family `encoder`, but the configuration is `mcan`"
+    ]

@@ -15,8 +15,19 @@ import uuid
 from pathlib import Path
 
 import pytest
-from sweep_procs import (PG_URL, SWEEP_TIMEOUT, kill_session, lwnas, one_error, postgres_or_skip, proc_env, start_proc,
-                         states_sqlite, tail, wait_for)
+from sweep_procs import (
+    PG_URL,
+    SWEEP_TIMEOUT,
+    kill_session,
+    lwnas,
+    one_error,
+    postgres_or_skip,
+    proc_env,
+    start_proc,
+    states_sqlite,
+    tail,
+    wait_for,
+)
 
 from dashboards.sample import seed_study
 
@@ -30,21 +41,25 @@ def error_lines(result: subprocess.CompletedProcess) -> list[str]:
 
 def study_file(directory: Path, name: str = "tiny", constraints: str = "", trials: int = 2, epochs: int = 1) -> Path:
     path = directory / f"{name}.yaml"
-    path.write_text(f"name: {name}\ntask: digits\nobjectives: [accuracy, params]\n{constraints}"
-                    f"budget: {{trials: {trials}, epochs: {epochs}}}\n"
-                    "tuner: {sampler: random, max_concurrent: 1, seed: 0}\ntraining: {batch_size: 64, threads: 1}\n"
-                    "space:\n  d_model: {choice: [16, 32]}\n  heads: 2\n  layers: 1\n")
+    path.write_text(
+        f"name: {name}\ntask: digits\nobjectives: [accuracy, params]\n{constraints}"
+        f"budget: {{trials: {trials}, epochs: {epochs}}}\n"
+        "tuner: {sampler: random, max_concurrent: 1, seed: 0}\ntraining: {batch_size: 64, threads: 1}\n"
+        "space:\n  d_model: {choice: [16, 32]}\n  heads: 2\n  layers: 1\n"
+    )
     return path
 
 
 # ---- passwords ------------------------------------------------------------------------------------
-URLS = [f"postgresql://u:{SECRET}@127.0.0.1:notaport/db",  # does not parse
-        f"postgresql://u:{SECRET}@127.0.0.1:1/db",  # parses, refuses connections
-        f"postgresql://u:pre@{SECRET}@127.0.0.1:1/db",  # an @ inside the password
-        f"postgresql://127.0.0.1:1/db?user=u&password={SECRET}",
-        f"postgresql://u:pre?{SECRET}@127.0.0.1:1/db",  # a ? inside the password
-        f" postgresql://u:{SECRET}@127.0.0.1:1/db",  # pasted with a leading blank
-        f"postgresql://u:{SECRET.replace('-', '%2D')}@127.0.0.1:1/db"]  # %-escaped: drivers echo it decoded
+URLS = [
+    f"postgresql://u:{SECRET}@127.0.0.1:notaport/db",  # does not parse
+    f"postgresql://u:{SECRET}@127.0.0.1:1/db",  # parses, refuses connections
+    f"postgresql://u:pre@{SECRET}@127.0.0.1:1/db",  # an @ inside the password
+    f"postgresql://127.0.0.1:1/db?user=u&password={SECRET}",
+    f"postgresql://u:pre?{SECRET}@127.0.0.1:1/db",  # a ? inside the password
+    f" postgresql://u:{SECRET}@127.0.0.1:1/db",  # pasted with a leading blank
+    f"postgresql://u:{SECRET.replace('-', '%2D')}@127.0.0.1:1/db",
+]  # %-escaped: drivers echo it decoded
 
 
 def assert_masked(result: subprocess.CompletedProcess) -> None:
@@ -74,8 +89,14 @@ def test_storage_help_warns_that_a_password_shows_in_ps(tmp_path):
 
 # ---- read commands never create a database ----------------------------------------------------------
 def test_read_commands_on_a_mistyped_sqlite_path_create_nothing(tmp_path):
-    for args in (["status", "x"], ["resume", "x"], ["export", "x"], ["status", "x", "--storage", "sqlite:///lwnsa.db"],
-                 ["resume", "x", "--storage", "sqlite:///lwnsa.db"], ["export", "x", "--storage", "sqlite:///lwnsa.db"]):
+    for args in (
+        ["status", "x"],
+        ["resume", "x"],
+        ["export", "x"],
+        ["status", "x", "--storage", "sqlite:///lwnsa.db"],
+        ["resume", "x", "--storage", "sqlite:///lwnsa.db"],
+        ["export", "x", "--storage", "sqlite:///lwnsa.db"],
+    ):
         line = one_error(lwnas(tmp_path, *args))
         assert "no database at sqlite:///" in line and "does not exist" in line, line
     assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".db") == []
@@ -171,14 +192,17 @@ def test_a_sqlite_file_deleted_or_made_read_only_mid_sweep_stops_with_one_line(t
     assert rc != 0 and "Traceback" not in output, output[-3000:]
     errors = [line for line in output.splitlines() if line.startswith("error ")]
     assert len(errors) == 1, output[-3000:]
-    assert "writable again (or put it back)" in errors[0] and "lwnas resume tiny --storage sqlite:///" in errors[0], \
+    assert "writable again (or put it back)" in errors[0] and "lwnas resume tiny --storage sqlite:///" in errors[0], (
         errors[0]
+    )
 
 
 # ---- a sweep that stops before its budget is spent -------------------------------------------------------
 def test_a_sweep_stopped_by_its_time_budget_exits_non_zero_with_the_resume_command(tmp_path):
     study = study_file(tmp_path, trials=50, epochs=30)
-    study.write_text(study.read_text().replace("budget: {trials: 50, epochs: 30}", "budget: {trials: 50, epochs: 30, time: 5s}"))
+    study.write_text(
+        study.read_text().replace("budget: {trials: 50, epochs: 30}", "budget: {trials: 50, epochs: 30, time: 5s}")
+    )
     log = tmp_path / "sweep.log"
     proc = start_proc(["lwnas", "sweep", str(study)], tmp_path, proc_env(tmp_path), log)
     try:
@@ -210,8 +234,9 @@ def test_a_database_that_refuses_writes_mid_sweep_stops_the_sweep_with_one_line(
         wait_for(lambda: "RUNNING" in _pg_states(url), SWEEP_TIMEOUT, "a running trial", proc, log)
         with admin.connect() as con:
             con.execute(sa.text(f"ALTER DATABASE {db} SET default_transaction_read_only = on"))
-            con.execute(sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :db"),
-                        {"db": db})
+            con.execute(
+                sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :db"), {"db": db}
+            )
         try:
             rc = proc.wait(timeout=SWEEP_TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -219,8 +244,9 @@ def test_a_database_that_refuses_writes_mid_sweep_stops_the_sweep_with_one_line(
     finally:
         kill_session(proc)
         with admin.connect() as con:
-            con.execute(sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :db"),
-                        {"db": db})
+            con.execute(
+                sa.text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :db"), {"db": db}
+            )
             con.execute(sa.text(f"DROP DATABASE IF EXISTS {db}"))
         admin.dispose()
     output = log.read_text(errors="replace")

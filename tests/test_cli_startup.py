@@ -21,8 +21,13 @@ def heavy_modules_after(statement: str) -> list[str]:
 
 
 def test_the_cli_and_the_study_language_import_no_heavy_package():
-    assert heavy_modules_after("import tuners.cli, searchspace, searchspace.study, searchspace.space, "
-                               "searchspace.config, searchspace.knobs, searchspace.knobs_doc") == []
+    assert (
+        heavy_modules_after(
+            "import tuners.cli, searchspace, searchspace.study, searchspace.space, "
+            "searchspace.config, searchspace.knobs, searchspace.knobs_doc"
+        )
+        == []
+    )
 
 
 def test_the_models_still_load_on_first_use():
@@ -31,8 +36,13 @@ def test_the_models_still_load_on_first_use():
 
 
 def test_lwnas_help_imports_no_heavy_package():
-    done = subprocess.run([sys.executable, "-X", "importtime", str(LWNAS), "--help"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", str(LWNAS), "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "sweep" in done.stdout
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}

@@ -20,18 +20,21 @@ def swept(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("confirm")
     url = f"sqlite:///{workdir / 'lwnas.db'}"
     (workdir / "small.yaml").write_text(STUDY.format(name="small", trials=5, epochs=1))
-    rc, out = run_proc(["lwnas", "sweep", "small.yaml", "--storage", url], workdir, proc_env(workdir),
-                       workdir / "sweep.log")
+    rc, out = run_proc(
+        ["lwnas", "sweep", "small.yaml", "--storage", url], workdir, proc_env(workdir), workdir / "sweep.log"
+    )
     assert rc == 0, out[-4000:]
     return workdir, url
 
 
 def test_confirm_trains_the_front_and_dominated_trials_and_records_them(swept):
     workdir, url = swept
-    front = {t["trial"] for t in json.loads(lwnas(workdir, "status", "small", "--storage", url, "--json").stdout)
-             ["front"]}
-    result = lwnas(workdir, "confirm", "small", "--epochs", "2", "--dominated", "1", "--storage", url, "--json",
-                   timeout=600)
+    front = {
+        t["trial"] for t in json.loads(lwnas(workdir, "status", "small", "--storage", url, "--json").stdout)["front"]
+    }
+    result = lwnas(
+        workdir, "confirm", "small", "--epochs", "2", "--dominated", "1", "--storage", url, "--json", timeout=600
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     entry = json.loads(result.stdout)
     trials = entry["trials"]
@@ -57,8 +60,9 @@ def test_confirm_trains_the_front_and_dominated_trials_and_records_them(swept):
 
 def test_the_table_prints_tau_with_its_interval(swept):
     workdir, url = swept
-    result = lwnas(workdir, "confirm", "small", "--epochs", "2", "--dominated", "2", "--storage", url, "-o", "again",
-                   timeout=600)
+    result = lwnas(
+        workdir, "confirm", "small", "--epochs", "2", "--dominated", "2", "--storage", url, "-o", "again", timeout=600
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "sweep (1 epochs) against confirmed (2 epochs)" in result.stdout
     assert "Kendall tau of accuracy, sweep against confirmed:" in result.stdout
@@ -67,7 +71,8 @@ def test_the_table_prints_tau_with_its_interval(swept):
 def test_bad_arguments_are_one_line(swept):
     workdir, url = swept
     assert "--epochs must be an integer >= 1, got 0" in one_error(
-        lwnas(workdir, "confirm", "small", "--epochs", "0", "--storage", url))
+        lwnas(workdir, "confirm", "small", "--epochs", "0", "--storage", url)
+    )
     assert "no study 'nope'" in one_error(lwnas(workdir, "confirm", "nope", "--epochs", "2", "--storage", url))
 
 

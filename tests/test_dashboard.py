@@ -87,8 +87,17 @@ def trace_numbers(trace: dict) -> list[int]:
 def test_front_points_equal_best_trials(seeded, monkeypatch):
     url, study = seeded
     at = run_app(url, monkeypatch)
-    assert [t.label for t in at.tabs] == ["Pareto front", "Hypervolume", "Knob importance", "Trials",
-                                          "Trial detail", "Compare", "Export", "Confirmation", "Compare studies"]
+    assert [t.label for t in at.tabs] == [
+        "Pareto front",
+        "Hypervolume",
+        "Knob importance",
+        "Trials",
+        "Trial detail",
+        "Compare",
+        "Export",
+        "Confirmation",
+        "Compare studies",
+    ]
     assert len(at.get("plotly_chart")) == 1 and all(df.key != "trials_table" for df in at.dataframe)  # one tab ran
     fig = chart(at, "front_chart")
     traces = {t["name"]: t for t in fig["data"]}
@@ -183,8 +192,9 @@ def downloads(monkeypatch):
 def lwnas_export(url: str, name: str, numbers: list[int], out: Path) -> dict[str, bytes]:
     from tuners.cli import app
 
-    result = CliRunner().invoke(app, ["export", name, "--trials", ",".join(map(str, numbers)), "--storage", url,
-                                      "-o", str(out)])
+    result = CliRunner().invoke(
+        app, ["export", name, "--trials", ",".join(map(str, numbers)), "--storage", url, "-o", str(out)]
+    )
     assert result.exit_code == 0, result.output
     return {p.name: p.read_bytes() for p in out.iterdir()}
 
@@ -196,7 +206,7 @@ def test_export_of_the_front_equals_lwnas_export(seeded, monkeypatch, downloads,
     at.button(key="select_front").click().run()
     best = sorted(t.number for t in study.best_trials)
     assert sorted(at.multiselect(key="selected").value) == best
-    (file_name, data), = [d for d in downloads if d[0].endswith(".zip")][-1:]
+    ((file_name, data),) = [d for d in downloads if d[0].endswith(".zip")][-1:]
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
         members = {n: zf.read(n) for n in zf.namelist()}
     assert members == lwnas_export(url, "seeded", best, tmp_path / "cli")
@@ -235,8 +245,10 @@ def importances_by_optuna(study: optuna.Study, index: int, maximize: bool) -> di
     with warnings.catch_warnings():  # Optuna's reminder that lower targets count as better
         warnings.simplefilter("ignore")
         return optuna.importance.get_param_importances(
-            alone, evaluator=optuna.importance.PedAnovaImportanceEvaluator(),
-            target=lambda t: -t.values[index] if maximize else t.values[index])
+            alone,
+            evaluator=optuna.importance.PedAnovaImportanceEvaluator(),
+            target=lambda t: -t.values[index] if maximize else t.values[index],
+        )
 
 
 def test_knob_importance_per_objective_is_optunas_ped_anova(seeded, monkeypatch):
@@ -249,7 +261,7 @@ def test_knob_importance_per_objective_is_optunas_ped_anova(seeded, monkeypatch)
         assert shown_importance.keys() == expected.keys() and {"d_model", "pooling", "groups"} <= expected.keys()
         assert np.allclose([shown_importance[k] for k in expected], list(expected.values()))
         assert math.isclose(sum(shown_importance.values()), 1.0)
-    table, = [df.value for df in at.dataframe if "study" not in df.value.columns]  # and a table of the figures
+    (table,) = [df.value for df in at.dataframe if "study" not in df.value.columns]  # and a table of the figures
     accuracy = importances_by_optuna(study, 0, True)
     assert list(table.columns) == ["accuracy", "params"] and table.index[0] == max(accuracy, key=accuracy.get)
 
@@ -329,10 +341,13 @@ def test_no_study_in_storage(tmp_path, monkeypatch):
     assert any("No studies" in i.value for i in at.info)
 
 
-@pytest.mark.parametrize("url, expected", [
-    ("postgresql://lwnas:s3cret@127.0.0.1:1/nowhere", "cannot open storage postgresql://lwnas:***@127.0.0.1:1"),
-    ("mysql+nodriver://x@localhost/db", "cannot open storage"),
-])
+@pytest.mark.parametrize(
+    "url, expected",
+    [
+        ("postgresql://lwnas:s3cret@127.0.0.1:1/nowhere", "cannot open storage postgresql://lwnas:***@127.0.0.1:1"),
+        ("mysql+nodriver://x@localhost/db", "cannot open storage"),
+    ],
+)
 def test_unreachable_storage_is_a_clear_error(url, expected, monkeypatch):
     at = run_app(url, monkeypatch)
     messages = [e.value for e in at.error]
@@ -383,9 +398,14 @@ def test_a_study_deleted_and_created_again_keeps_none_of_the_old_seed_repeats(tm
     url = f"sqlite:///{tmp_path / 'again.db'}"
     study = seed_study(url, name="again", trials=4)
     repeat = study.trials[1]
-    study.add_trial(optuna.trial.create_trial(params=repeat.params, distributions=repeat.distributions,
-                                              values=repeat.values, user_attrs={**repeat.user_attrs,
-                                                                               keys.SEED_OF: 1}))
+    study.add_trial(
+        optuna.trial.create_trial(
+            params=repeat.params,
+            distributions=repeat.distributions,
+            values=repeat.values,
+            user_attrs={**repeat.user_attrs, keys.SEED_OF: 1},
+        )
+    )
     cache = TrialCache(url, "again")
     assert cache.load().parents == {4: 1}
     optuna.delete_study(study_name="again", storage=url)
@@ -445,8 +465,8 @@ def test_browses_postgres_as_a_read_only_role(monkeypatch):
     import uuid
 
     import psycopg
-    from sweep_procs import PG_URL, postgres_or_skip
     from sqlalchemy.engine import make_url
+    from sweep_procs import PG_URL, postgres_or_skip
 
     postgres_or_skip()
     name, role = f"lwnas-test-dash-{uuid.uuid4().hex[:8]}", f"lwnas_reader_{uuid.uuid4().hex[:8]}"
@@ -521,8 +541,19 @@ def test_the_page_never_shows_the_storage_password(monkeypatch):
         at.session_state["study"] = name
         at.run()
         assert not at.exception and at.title[0].value == name.replace("-", "\\-")
-        kinds = ("title", "caption", "markdown", "info", "error", "warning", "code", "selectbox", "metric",
-                 "plotly_chart", "dataframe")
+        kinds = (
+            "title",
+            "caption",
+            "markdown",
+            "info",
+            "error",
+            "warning",
+            "code",
+            "selectbox",
+            "metric",
+            "plotly_chart",
+            "dataframe",
+        )
         page = "".join(str(el.proto) for kind in kinds for el in at.get(kind))
         assert secret not in page and ":***@" in shown(at.sidebar.caption[0].value)
     finally:

@@ -21,8 +21,10 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 
 if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
-    pytest.skip("needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver)",
-                allow_module_level=True)
+    pytest.skip(
+        "needs Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver)",
+        allow_module_level=True,
+    )
 pytest.importorskip("streamlit")
 webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium (pip install -e '.[test]')")
 
@@ -53,8 +55,15 @@ def browser(tmp_path):
 
     options = Options()
     options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-dev-shm-usage", "--window-size=1500,1350", f"--user-data-dir={tmp_path / 'profile'}"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-dev-shm-usage",
+        "--window-size=1500,1350",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     try:
@@ -152,20 +161,26 @@ def hostile_study(url: str, port: int) -> tuple[str, str]:
         return f"![{tag}](http://127.0.0.1:{port}/{tag}.png)"
 
     name = f"x{image('name')}"
-    failure = f"{image('failure')} <img src=\"http://127.0.0.1:{port}/failure-html.png\"> :red[red] $x^2$"
+    failure = f'{image("failure")} <img src="http://127.0.0.1:{port}/failure-html.png"> :red[red] $x^2$'
     study = seed_study(url, name=name, trials=0)
     spec = study.user_attrs[keys.STUDY_SPEC]
-    study.set_user_attr(keys.STUDY_SPEC, {**spec, "description": f"{image('description')} <img src="
-                                                                  f"'http://127.0.0.1:{port}/description-html.png'>"})
+    study.set_user_attr(
+        keys.STUDY_SPEC,
+        {**spec, "description": f"{image('description')} <img src='http://127.0.0.1:{port}/description-html.png'>"},
+    )
     rng = np.random.default_rng(0)
     for number in range(3):
         t = make_trial(number, ("accuracy", "params"), rng, dt.datetime(2026, 1, 1), outcome="failed")
         note = image("knob")
-        study.add_trial(optuna.trial.create_trial(
-            state=t.state, params={**t.params, "note": note},
-            distributions={**t.distributions, "note": CategoricalDistribution((note, "plain"))},
-            user_attrs={**t.user_attrs, keys.FAILURE: failure, keys.HOST: image("host")},
-            system_attrs=t.system_attrs))
+        study.add_trial(
+            optuna.trial.create_trial(
+                state=t.state,
+                params={**t.params, "note": note},
+                distributions={**t.distributions, "note": CategoricalDistribution((note, "plain"))},
+                user_attrs={**t.user_attrs, keys.FAILURE: failure, keys.HOST: image("host")},
+                system_attrs=t.system_attrs,
+            )
+        )
     return name, failure
 
 
@@ -210,8 +225,12 @@ def test_text_from_storage_is_shown_as_text_and_fetches_nothing(trap, lwnas_dash
     open_tab(browser, "Trial detail")
     body = wait_text(browser, "Trial 0: failed")
     assert f"failed: {failure}" in body and f"host ![host](http://127.0.0.1:{port}/host.png)" in body
-    code = poll(browser, "return [...document.querySelectorAll('code')].map(c => c.textContent).join()",
-                lambda text: "knob.png" in text, timeout=30)  # code blocks may draw after the text
+    code = poll(
+        browser,
+        "return [...document.querySelectorAll('code')].map(c => c.textContent).join()",
+        lambda text: "knob.png" in text,
+        timeout=30,
+    )  # code blocks may draw after the text
     assert f"![knob](http://127.0.0.1:{port}/knob.png)" in (code or "")  # the sampled knobs, in a code block
     assert not browser.find_elements("css selector", f"img[src*='127.0.0.1:{port}']")
     time.sleep(2.0)  # any image request would have been sent by now
@@ -232,7 +251,8 @@ return {labels: [...trace.querySelectorAll('.textpoint')].map(t => t.textContent
 
 # Whether every axis title of the parallel-coordinates chart lies inside the chart
 PARCOORDS_TITLES = """
-const plot = [...document.querySelectorAll('.js-plotly-plot')].find(p => (p.data || []).some(t => t.type === 'parcoords'));
+const plot = [...document.querySelectorAll('.js-plotly-plot')]
+  .find(p => (p.data || []).some(t => t.type === 'parcoords'));
 if (!plot) return null;
 const box = plot.getBoundingClientRect();
 const titles = [...plot.querySelectorAll('.axis-title')].map(t => t.getBoundingClientRect());
@@ -243,8 +263,10 @@ return {inside: titles.every(r => r.left >= box.left && r.right <= box.right), b
 
 # The bars of each knob-importance chart: {title: number of bars}
 IMPORTANCE_BARS = """
-const plots = [...document.querySelectorAll('.js-plotly-plot')].filter(p => (p.data || []).some(t => t.type === 'bar'));
-return Object.fromEntries(plots.map(p => [p.layout.title.text.replace(/<[^>]+>/g, ''), p.querySelectorAll('.barlayer .point').length]));
+const plots = [...document.querySelectorAll('.js-plotly-plot')]
+  .filter(p => (p.data || []).some(t => t.type === 'bar'));
+return Object.fromEntries(plots.map(p => [
+  p.layout.title.text.replace(/<[^>]+>/g, ''), p.querySelectorAll('.barlayer .point').length]));
 """
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import optuna
 import pandas as pd
 
@@ -40,9 +41,15 @@ def test_spliced_table_equals_the_whole_table(tmp_path):
 
     study.tell(running, [0.61, 1234.0])  # finishes
     repeat = study.trials[5]  # a seed repeat of trial 5: its seeds change from 1 to 2
-    study.add_trial(optuna.trial.create_trial(params=repeat.params, distributions=repeat.distributions,
-                                              values=repeat.values, constraints={"params": -1.0},
-                                              user_attrs={**repeat.user_attrs, keys.SEED_OF: 5}))
+    study.add_trial(
+        optuna.trial.create_trial(
+            params=repeat.params,
+            distributions=repeat.distributions,
+            values=repeat.values,
+            constraints={"params": -1.0},
+            user_attrs={**repeat.user_attrs, keys.SEED_OF: 5},
+        )
+    )
     study.add_trial(make_trial(32, ("accuracy", "params"), np.random.default_rng(1), repeat.datetime_start))
     cache.load()  # a load whose table the page never shows: the next one splices across both
     study.add_trial(make_trial(33, ("accuracy", "params"), np.random.default_rng(2), repeat.datetime_start))
@@ -63,7 +70,8 @@ def test_waiting_trials_planned_later(tmp_path):
     for n in (7, 8):
         study.enqueue_trial(study.trials[n].params)
     waiting = cache.load()
-    assert (waiting.frame.dtypes[waiting.knobs] == object).all()  # all text while the trials wait
+    # all text while the trials wait
+    assert all(dtype is np.dtype(object) for dtype in waiting.frame.dtypes[waiting.knobs])
 
     for n, built in ((7, "spliced"), (8, "whole")):  # trial 21 still waits after 20 is planned: text stays
         running = study.ask()
@@ -72,7 +80,7 @@ def test_waiting_trials_planned_later(tmp_path):
         pd.testing.assert_frame_equal(data.frame, whole(url, "queue"))
         assert data.frame_built == built
         assert data.knobs == dataclasses.replace(data, kinds=None).knobs  # the kept kinds, as from the records
-    assert (data.frame.dtypes[data.knobs] != object).any()  # numbers again
+    assert any(dtype is not np.dtype(object) for dtype in data.frame.dtypes[data.knobs])  # numbers again
 
 
 def test_a_changed_column_type_builds_the_whole_table(tmp_path):
@@ -83,8 +91,14 @@ def test_a_changed_column_type_builds_the_whole_table(tmp_path):
     trial = study.trials[2]
     plan = trial.user_attrs[keys.PLAN]
     plan = {**plan, keys.CONFIG: {**plan[keys.CONFIG], "heads": "many"}}  # text where every other trial has a number
-    study.add_trial(optuna.trial.create_trial(params=trial.params, distributions=trial.distributions,
-                                              values=trial.values, user_attrs={**trial.user_attrs, keys.PLAN: plan}))
+    study.add_trial(
+        optuna.trial.create_trial(
+            params=trial.params,
+            distributions=trial.distributions,
+            values=trial.values,
+            user_attrs={**trial.user_attrs, keys.PLAN: plan},
+        )
+    )
     data = cache.load()
     pd.testing.assert_frame_equal(data.frame, whole(url, "mixed"))
     assert data.frame_built == "whole"
@@ -118,9 +132,15 @@ def test_refreshed_groups_and_fronts_equal_a_build_from_scratch(tmp_path):
 
     def add(number: int, values: list[float], **attrs) -> None:
         like = study.trials[number]
-        study.add_trial(optuna.trial.create_trial(params=like.params, distributions=like.distributions,
-                                                  values=values, constraints={"params": -1.0},
-                                                  user_attrs={**like.user_attrs, **attrs}))
+        study.add_trial(
+            optuna.trial.create_trial(
+                params=like.params,
+                distributions=like.distributions,
+                values=values,
+                constraints={"params": -1.0},
+                user_attrs={**like.user_attrs, **attrs},
+            )
+        )
 
     best = max(first.candidates, key=lambda r: r.values[0])
     grouped = first.candidates[0].number
@@ -148,5 +168,6 @@ def test_refreshed_groups_and_fronts_equal_a_build_from_scratch(tmp_path):
         assert_same_sets(data, from_scratch(url, "fronts"), pairs)
     assert [r.number for r in data.front()][:1] == [running.number]  # the finished trial leads the front
     assert data.seeds[grouped] == 3
-    assert [r.number for r in unseen.front()] == [r.number for r in non_dominated(
-        front_candidates(unseen.records), [0, 1, 2], unseen.directions)]
+    assert [r.number for r in unseen.front()] == [
+        r.number for r in non_dominated(front_candidates(unseen.records), [0, 1, 2], unseen.directions)
+    ]

@@ -13,9 +13,9 @@ pytest.importorskip("streamlit")
 pytest.importorskip("plotly")
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
+from test_dashboard import chart, values  # noqa: E402  (the figure readers the other AppTests use)
 
 from dashboards.sample import seed_study  # noqa: E402
-from test_dashboard import chart, values  # noqa: E402  (the figure readers the other AppTests use)
 from tuners.confirm import Confirmed, agreement, record_confirmation  # noqa: E402
 from tuners.objectives import reference_point  # noqa: E402
 from tuners.pareto import front_candidates, hypervolume, pareto_front  # noqa: E402
@@ -58,8 +58,10 @@ def test_confirmation_view_plots_sweep_against_confirmed(tmp_path, monkeypatch):
     recs = records(ot_study)
     front = pareto_front(recs, ["maximize", "minimize"])
     dominated = [r for r in front_candidates(recs) if r not in front][:2]
-    results = [Confirmed(r, role, {"accuracy": r.values[0]}, {"accuracy": r.values[0] * 1.1 - 0.01 * i})
-               for i, (r, role) in enumerate([(r, "front") for r in front] + [(r, "dominated") for r in dominated])]
+    results = [
+        Confirmed(r, role, {"accuracy": r.values[0]}, {"accuracy": r.values[0] * 1.1 - 0.01 * i})
+        for i, (r, role) in enumerate([(r, "front") for r in front] + [(r, "dominated") for r in dominated])
+    ]
     entry = record_confirmation(ot_study, 30, results, agreement(results))
 
     at = run_app(url, monkeypatch, "conf", "Confirmation")
@@ -68,8 +70,9 @@ def test_confirmation_view_plots_sweep_against_confirmed(tmp_path, monkeypatch):
     for trace in figure["data"]:
         for n, x, y in zip([c[0] for c in trace["customdata"]], values(trace["x"]), values(trace["y"])):
             shown[n] = (trace["name"], x, y)
-    assert shown == {int(n): (t["role"], t["sweep"]["accuracy"], t["confirmed"]["accuracy"])
-                     for n, t in entry["trials"].items()}
+    assert shown == {
+        int(n): (t["role"], t["sweep"]["accuracy"], t["confirmed"]["accuracy"]) for n, t in entry["trials"].items()
+    }
     tau = entry["kendall"]["accuracy"]["tau"]
     assert any(f"**{tau:.3f}**" in m.value for m in at.markdown)
     assert len(table(at, "role")) == len(results)
@@ -96,8 +99,9 @@ def test_compare_studies_overlays_fronts_with_one_frozen_reference_point(tmp_pat
         assert rows.loc[name, "hypervolume"] == pytest.approx(hypervolume(records(s), OBJECTIVES, ref))
         assert rows.loc[name, "on the front"] == len(pareto_front(records(s), ["maximize", "minimize"]))
     fronts = {t["name"]: sorted(int(c[0]) for c in t["customdata"]) for t in chart(at, "compare_chart")["data"]}
-    assert fronts == {n: sorted(r.number for r in pareto_front(records(s), ["maximize", "minimize"]))
-                      for n, s in (("a", a), ("b", b))}
+    assert fronts == {
+        n: sorted(r.number for r in pareto_front(records(s), ["maximize", "minimize"])) for n, s in (("a", a), ("b", b))
+    }
 
     # a new study of the task leaves the reference point where it was, until the user resets it
     c = seed_study(url, name="c", trials=5, seed=11)
@@ -135,15 +139,22 @@ def test_front_of_seed_means_has_error_bars_and_a_seeds_column(tmp_path, monkeyp
     best = max(front_candidates(records(ot_study)), key=lambda r: r.values[0])
     parent = ot_study.get_trials()[best.number]
     for accuracy in (best.values[0] - 0.02, best.values[0] - 0.05):  # two more seeds of the best point
-        ot_study.add_trial(optuna.trial.create_trial(
-            params=parent.params, distributions=parent.distributions, values=[accuracy, best.values[1]],
-            user_attrs={**parent.user_attrs, SEED_OF: best.number}))
+        ot_study.add_trial(
+            optuna.trial.create_trial(
+                params=parent.params,
+                distributions=parent.distributions,
+                values=[accuracy, best.values[1]],
+                user_attrs={**parent.user_attrs, SEED_OF: best.number},
+            )
+        )
     accuracies = [best.values[0], best.values[0] - 0.02, best.values[0] - 0.05]
 
     at = run_app(url, monkeypatch, "seeded", "Pareto front")
     trace = chart(at, "seed_front_chart")["data"][0]
-    shown = {c[0]: (c[1], y, e) for c, y, e in zip(trace["customdata"], values(trace["y"]),
-                                                    values(trace["error_y"]["array"]))}
+    shown = {
+        c[0]: (c[1], y, e)
+        for c, y, e in zip(trace["customdata"], values(trace["y"]), values(trace["error_y"]["array"]))
+    }
     seeds, mean, std = shown[best.number]  # y: accuracy (the default axes are params × accuracy)
     assert seeds == 3 and mean == pytest.approx(statistics.mean(accuracies))
     assert std == pytest.approx(statistics.stdev(accuracies))
@@ -166,12 +177,17 @@ def test_compared_fronts_and_hypervolumes_are_lwnas_status_own_on_seed_means(tmp
     best = max(front_candidates(records(ot_study)), key=lambda r: r.values[0])
     parent = ot_study.get_trials()[best.number]
     for accuracy in (0.0, 0.0):
-        ot_study.add_trial(optuna.trial.create_trial(
-            params=parent.params, distributions=parent.distributions, values=[accuracy, best.values[1]],
-            user_attrs={**parent.user_attrs, SEED_OF: best.number}))
+        ot_study.add_trial(
+            optuna.trial.create_trial(
+                params=parent.params,
+                distributions=parent.distributions,
+                values=[accuracy, best.values[1]],
+                user_attrs={**parent.user_attrs, SEED_OF: best.number},
+            )
+        )
     status = study_status(ot_study)
     front = study_fronts(url, ["seeded"], OBJECTIVES)[0]
     assert best.number not in [e["trial"] for e in status["front"]]  # otherwise this proves nothing
     assert [r.number for r in front.front] == [e["trial"] for e in status["front"]]
-    row, = hypervolume_table([front], OBJECTIVES, status["reference_point"])
+    (row,) = hypervolume_table([front], OBJECTIVES, status["reference_point"])
     assert row["hypervolume"] == pytest.approx(status["hypervolume"]) and row["trials"] == 32

@@ -16,8 +16,24 @@ def test_train_and_evaluate_load_the_data_split_of_every_sweep_trial(tmp_path):
     shutil.copy(PLUGIN, tmp_path)
     (tmp_path / "c.yaml").write_text("family: encoder\nd_model: 16\nheads: 2\nlayers: 1\n")
     env_run = dict(cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    trained = subprocess.run([LWNAS, "train", "c.yaml", "--task", "seed_recording_task:SeedRecordingDigits",
-                              "--seed", "7", "--epochs", "1", "--threads", "1", "-o", "run"], **env_run)
+    trained = subprocess.run(
+        [
+            LWNAS,
+            "train",
+            "c.yaml",
+            "--task",
+            "seed_recording_task:SeedRecordingDigits",
+            "--seed",
+            "7",
+            "--epochs",
+            "1",
+            "--threads",
+            "1",
+            "-o",
+            "run",
+        ],
+        **env_run,
+    )
     assert trained.returncode == 0, trained.stderr
     evaluated = subprocess.run([LWNAS, "evaluate", "run/checkpoint.pt"], **env_run)
     assert evaluated.returncode == 0, evaluated.stderr

@@ -17,12 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from sweep_procs import lwnas
+from test_models_registry import REGISTRY
 
 from searchspace import FAMILIES, ArchConfig, build_model
 from tuners.deploy_export import DeployExportError, export_inputs, input_names, write_model
-
-from sweep_procs import lwnas
-from test_models_registry import REGISTRY
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 RUNNER = Path(__file__).parent / "deploy" / "run_artifacts.py"
@@ -56,8 +55,13 @@ def run_standalone(folder: Path, tmp: Path) -> None:
     cwd = tmp / "elsewhere"
     cwd.mkdir(exist_ok=True)
     sites = [p for p in site.getsitepackages() if Path(p).is_dir()]
-    result = subprocess.run([sys.executable, "-I", "-S", str(RUNNER), str(folder), *sites], cwd=cwd,
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", str(RUNNER), str(folder), *sites],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -94,8 +98,13 @@ def test_every_registry_config_exports_and_runs_without_lwnas(family, tmp_path):
         if (folder / f"{stem}@repadded.outputs.npz").exists():
             repadded = np.load(folder / f"{stem}@repadded.outputs.npz")
             for fmt in ("torch", "onnx"):
-                np.testing.assert_allclose(repadded[fmt], got[fmt], atol=ATOL, rtol=RTOL,
-                                           err_msg=f"{stem} ({fmt}): padded regions changed the output")
+                np.testing.assert_allclose(
+                    repadded[fmt],
+                    got[fmt],
+                    atol=ATOL,
+                    rtol=RTOL,
+                    err_msg=f"{stem} ({fmt}): padded regions changed the output",
+                )
 
 
 def test_export_failure_names_the_knob(tmp_path):
@@ -114,8 +123,11 @@ def test_export_failure_names_the_knob(tmp_path):
 
     kernel.forward = data_dependent
     for fmt, suffix in (("torch", ".pt2"), ("onnx", ".onnx")):
-        with pytest.raises(DeployExportError, match=rf"the knob `attention: coupled` \(CoupledAttention\) cannot be "
-                                                    rf"exported to {fmt}: "):
+        with pytest.raises(
+            DeployExportError,
+            match=rf"the knob `attention: coupled` \(CoupledAttention\) cannot be "
+            rf"exported to {fmt}: ",
+        ):
             write_model(model, config, fmt, tmp_path / f"m{suffix}", {})
     assert not list(model._forward_hooks.values()) and not any(m._forward_hooks for m in model.modules())
 
@@ -123,14 +135,17 @@ def test_export_failure_names_the_knob(tmp_path):
 def test_checkpoint_export_carries_trained_weights(tmp_path):
     """`lwnas train` then `lwnas export --checkpoint`: the files give the trained model's outputs."""
     config = tmp_path / "tiny.yaml"
-    config.write_text("family: encoder\nd_model: 16\nheads: 2\nlayers: 1\nd_ff: 32\ntask: digits\n"
-                      "training: {epochs: 1, batch_size: 64, threads: 1}\n")
+    config.write_text(
+        "family: encoder\nd_model: 16\nheads: 2\nlayers: 1\nd_ff: 32\ntask: digits\n"
+        "training: {epochs: 1, batch_size: 64, threads: 1}\n"
+    )
     trained = lwnas(tmp_path, "train", config, "-o", tmp_path / "run")
     assert trained.returncode == 0, trained.stderr
     folder = tmp_path / "artifacts"
     for fmt in ("torch", "onnx"):
-        out = lwnas(tmp_path, "export", "--checkpoint", tmp_path / "run" / "checkpoint.pt", "--format", fmt,
-                    "-o", folder)
+        out = lwnas(
+            tmp_path, "export", "--checkpoint", tmp_path / "run" / "checkpoint.pt", "--format", fmt, "-o", folder
+        )
         assert out.returncode == 0, out.stderr
         assert "trained weights" in out.stderr
     from trainers.checkpoint import load_model

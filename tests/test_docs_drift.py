@@ -20,8 +20,7 @@ ALL_SCRIPTS = sorted(p.name for p in (ROOT / "bench").glob("*.py") if not p.name
 
 
 def run(*cmd: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(list(cmd), cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **env})
+    return subprocess.run(list(cmd), cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, **env})
 
 
 def test_the_docs_quickstart_is_the_shipped_study():
@@ -65,8 +64,20 @@ def test_benchmark_docs_name_only_flags_the_scripts_have():
     assert not {s: f for s, f in wrong.items() if f}, wrong
 
 
-COMMANDS = [["sweep"], ["resume"], ["status"], ["export"], ["dashboard"], ["cost"], ["train"], ["evaluate"],
-            ["space", "validate"], ["space", "show"], ["space", "sample"], ["space", "export-nni"]]
+COMMANDS = [
+    ["sweep"],
+    ["resume"],
+    ["status"],
+    ["export"],
+    ["dashboard"],
+    ["cost"],
+    ["train"],
+    ["evaluate"],
+    ["space", "validate"],
+    ["space", "show"],
+    ["space", "sample"],
+    ["space", "export-nni"],
+]
 
 
 def test_help_text_is_not_broken_mid_sentence():
@@ -87,9 +98,10 @@ def test_a_study_file_where_a_configuration_belongs_says_so(command):
     done = run(LWNAS, *command, "studies/quickstart.yaml")
     assert done.returncode == 2, done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("error")]
-    assert errors == ["error studies/quickstart.yaml: this is a study file (it has a search `space`), not one "
-                      "configuration; use `lwnas sweep` to search it, or `lwnas space show|sample|validate`"], \
-        done.stderr
+    assert errors == [
+        "error studies/quickstart.yaml: this is a study file (it has a search `space`), not one "
+        "configuration; use `lwnas sweep` to search it, or `lwnas space show|sample|validate`"
+    ], done.stderr
 
 
 def test_the_readme_cost_commands_run_on_the_readme_configuration(tmp_path):
@@ -99,6 +111,7 @@ def test_the_readme_cost_commands_run_on_the_readme_configuration(tmp_path):
     commands = re.findall(r"^lwnas (cost my-config\.yaml[^#\n]*)", text, re.M)
     assert any("--task" in c for c in commands), commands
     for command in commands:  # as written, without the memory measurement (it is not what is checked)
-        done = subprocess.run([LWNAS, *command.split(), "--no-memory"], cwd=tmp_path, capture_output=True,
-                              text=True, timeout=120)
+        done = subprocess.run(
+            [LWNAS, *command.split(), "--no-memory"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 0, (command, done.stderr)

@@ -7,9 +7,9 @@ import copy
 
 import pytest
 import typer
-
 from documented import ROOT, Invocation, documented_files, invocations, problems
 from sweep_procs import lwnas
+
 from tuners.cli import app
 
 
@@ -43,14 +43,17 @@ def line(text: str) -> Invocation:
     return Invocation("fake.md", 1, text)
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("lwnas sweep studies/q.yaml --bogus 3", "`lwnas sweep` has no option `--bogus`"),
-    ("lwnas sweeep studies/q.yaml", "`lwnas sweeep`: no such command"),
-    ("lwnas space validat studies/", "`lwnas space validat`: no such command"),
-    ("lwnas space", "`lwnas space` needs a subcommand"),
-    ("lwnas dashboard --storage sqlite:///x.db --prot 8600", "`lwnas dashboard` has no option `--prot`"),
-    ("lwnas train c.yaml --task digits [--epochz N]", "`lwnas train` has no option `--epochz`"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("lwnas sweep studies/q.yaml --bogus 3", "`lwnas sweep` has no option `--bogus`"),
+        ("lwnas sweeep studies/q.yaml", "`lwnas sweeep`: no such command"),
+        ("lwnas space validat studies/", "`lwnas space validat`: no such command"),
+        ("lwnas space", "`lwnas space` needs a subcommand"),
+        ("lwnas dashboard --storage sqlite:///x.db --prot 8600", "`lwnas dashboard` has no option `--prot`"),
+        ("lwnas train c.yaml --task digits [--epochz N]", "`lwnas train` has no option `--epochz`"),
+    ],
+)
 def test_a_wrong_doc_line_is_caught(tree, text, expected):
     assert any(expected in p for p in problems(line(text), tree)), problems(line(text), tree)
 
@@ -71,7 +74,9 @@ def test_removing_a_documented_option_fails_the_check(tree):
 
 def test_fenced_and_inline_invocations_are_read(tmp_path):
     doc = tmp_path / "x.md"
-    doc.write_text("Run `lwnas status NAME --storage URL` here.\n\n```bash\n"
-                   "pip install -e . && LWNAS_STORAGE=x lwnas dashboard --port 1   # a comment --nope\n```\n")
+    doc.write_text(
+        "Run `lwnas status NAME --storage URL` here.\n\n```bash\n"
+        "pip install -e . && LWNAS_STORAGE=x lwnas dashboard --port 1   # a comment --nope\n```\n"
+    )
     got = [(i.line, i.text) for i in invocations(doc, "x.md")]
     assert got == [(1, "lwnas status NAME --storage URL"), (4, "lwnas dashboard --port 1")]

@@ -18,8 +18,20 @@ from pathlib import Path
 import optuna
 import pytest
 import sqlalchemy as sa
-from sweep_procs import (COUNTED, PG_URL, SWEEP_TIMEOUT, TINY_STUDY, kill_session, outcome, postgres_or_skip,
-                         proc_env, read_trials, start_proc, tail, wait_for)
+from sweep_procs import (
+    COUNTED,
+    PG_URL,
+    SWEEP_TIMEOUT,
+    TINY_STUDY,
+    kill_session,
+    outcome,
+    postgres_or_skip,
+    proc_env,
+    read_trials,
+    start_proc,
+    tail,
+    wait_for,
+)
 
 STUDY = TINY_STUDY
 
@@ -27,7 +39,7 @@ STUDY = TINY_STUDY
 def _rows(url: str, query: str, **params) -> list:
     """Rows of a read-only query; [] while the tables are not there yet (the driver creates them)."""
     if url.startswith("sqlite:///"):
-        url = f"sqlite:///file:{url[len('sqlite:///'):]}?mode=ro&uri=true"
+        url = f"sqlite:///file:{url[len('sqlite:///') :]}?mode=ro&uri=true"
     engine = sa.create_engine(url)
     try:
         with engine.connect() as con:
@@ -39,8 +51,14 @@ def _rows(url: str, query: str, **params) -> list:
 
 
 def _states(url: str, name: str) -> list[str]:
-    return [r[0] for r in _rows(url, "SELECT t.state FROM trials t JOIN studies s ON s.study_id = t.study_id "
-                                     "WHERE s.study_name = :name", name=name)]
+    return [
+        r[0]
+        for r in _rows(
+            url,
+            "SELECT t.state FROM trials t JOIN studies s ON s.study_id = t.study_id WHERE s.study_name = :name",
+            name=name,
+        )
+    ]
 
 
 def _holder_pid(url: str, name: str) -> int | None:
@@ -93,21 +111,28 @@ def test_a_killed_driver_is_taken_over_and_two_resumes_share_one_lease(tmp_path,
         outputs = [lg.read_text(errors="replace") for lg in logs]
         assert sorted(codes) == [0, 3], "\n----\n".join(o[-3000:] for o in outputs)
         winner, loser = (0, 1) if codes[0] == 0 else (1, 0)
-        assert f"took the study over from a driver that is gone (pid {sweep.pid} on {socket.gethostname()}" \
-               in outputs[winner], outputs[winner][-3000:]
+        assert (
+            f"took the study over from a driver that is gone (pid {sweep.pid} on {socket.gethostname()}"
+            in outputs[winner]
+        ), outputs[winner][-3000:]
         refused = [line for line in outputs[loser].splitlines() if line.strip()]
         assert len(refused) == 1, outputs[loser]
-        assert re.fullmatch(rf"error study '{name}' is being run by another driver \(pid {procs[winner].pid} on "
-                            rf"{re.escape(socket.gethostname())} since \d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d UTC, "
-                            rf"last heartbeat \d+ s ago\); wait for it to finish, or stop it and run "
-                            rf"`lwnas resume` again", refused[0]), refused[0]
+        assert re.fullmatch(
+            rf"error study '{name}' is being run by another driver \(pid {procs[winner].pid} on "
+            rf"{re.escape(socket.gethostname())} since \d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d UTC, "
+            rf"last heartbeat \d+ s ago\); wait for it to finish, or stop it and run "
+            rf"`lwnas resume` again",
+            refused[0],
+        ), refused[0]
 
         # 3. the budget is spent exactly, nothing is left running, and the lease was given back
         trials = read_trials(url, name)
-        assert sum(outcome(t) in COUNTED for t in trials.values()) == budget, \
-            {n: (t.state.name, outcome(t)) for n, t in trials.items()}
-        assert not [t for t in trials.values() if t.state in (optuna.trial.TrialState.RUNNING,
-                                                             optuna.trial.TrialState.WAITING)]
+        assert sum(outcome(t) in COUNTED for t in trials.values()) == budget, {
+            n: (t.state.name, outcome(t)) for n, t in trials.items()
+        }
+        assert not [
+            t for t in trials.values() if t.state in (optuna.trial.TrialState.RUNNING, optuna.trial.TrialState.WAITING)
+        ]
         assert _holder_pid(url, name) is None
     finally:
         if backend == "postgresql":
@@ -119,9 +144,8 @@ def test_a_killed_driver_is_taken_over_and_two_resumes_share_one_lease(tmp_path,
 
 def test_a_holder_in_another_pid_namespace_is_not_taken_for_gone(tmp_path):
     """A driver in a container on host networking shares this host's name, not its pids: its fresh lease holds."""
-    from tuners.lease import LEASES
-
     from dashboards.sample import seed_study
+    from tuners.lease import LEASES
 
     url = f"sqlite:///{tmp_path / 'lwnas.db'}"
     seed_study(url, name="held", trials=2)
@@ -132,14 +156,29 @@ def test_a_holder_in_another_pid_namespace_is_not_taken_for_gone(tmp_path):
         LEASES.metadata.create_all(engine)
         with engine.begin() as con:
             now = con.execute(sa.select(sa.func.current_timestamp())).scalar()  # the clock the lease judges by
-            con.execute(LEASES.insert().values(study_name="held", token=f"{uuid.uuid4().hex}@pid:[1]",
-                                               host=socket.gethostname(), pid=gone.pid, since=now, heartbeat=now))
+            con.execute(
+                LEASES.insert().values(
+                    study_name="held",
+                    token=f"{uuid.uuid4().hex}@pid:[1]",
+                    host=socket.gethostname(),
+                    pid=gone.pid,
+                    since=now,
+                    heartbeat=now,
+                )
+            )
     finally:
         engine.dispose()
-    result = subprocess.run(["lwnas", "resume", "held", "--storage", url], cwd=tmp_path, capture_output=True,
-                            text=True, timeout=SWEEP_TIMEOUT, env=proc_env(tmp_path))
+    result = subprocess.run(
+        ["lwnas", "resume", "held", "--storage", url],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=SWEEP_TIMEOUT,
+        env=proc_env(tmp_path),
+    )
     lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
     assert result.returncode == 3 and len(lines) == 1, result.stdout + result.stderr
-    assert lines[0].startswith(f"error study 'held' is being run by another driver (pid {gone.pid} on "
-                               f"{socket.gethostname()} since "), lines[0]
+    assert lines[0].startswith(
+        f"error study 'held' is being run by another driver (pid {gone.pid} on {socket.gethostname()} since "
+    ), lines[0]
     assert _holder_pid(url, "held") == gone.pid

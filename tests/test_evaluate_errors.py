@@ -31,8 +31,11 @@ def trained(tmp_path_factory) -> Path:
 def test_a_damaged_checkpoint_is_one_line(trained, tmp_path, damage):
     data = trained.read_bytes()
     broken = tmp_path / "checkpoint.pt"
-    broken.write_bytes({"empty": b"", "truncated": data[:len(data) // 2],
-                        "random-bytes": np.random.default_rng(0).bytes(4096)}[damage])
+    broken.write_bytes(
+        {"empty": b"", "truncated": data[: len(data) // 2], "random-bytes": np.random.default_rng(0).bytes(4096)}[
+            damage
+        ]
+    )
     line = one_error(lwnas(tmp_path, "evaluate", str(broken)))
     assert "is not a readable checkpoint" in line and "checkpoint.pt that `lwnas train` wrote" in line
 
@@ -59,7 +62,8 @@ def test_data_or_options_a_task_does_not_take_are_one_line(trained, tmp_path):
     (tmp_path / "tiny.yaml").write_text(CONFIG)
     # lwnas train also names the configuration file the refused option belongs to
     assert one_error(lwnas(tmp_path, "train", "tiny.yaml", "--task", "digits", "--data", "x.npz")).startswith(
-        hint.replace("error ", "error tiny.yaml: ", 1))
+        hint.replace("error ", "error tiny.yaml: ", 1)
+    )
     (tmp_path / "opts.yaml").write_text(f"task: digits\ntask_options: {{bogus: 1}}\n{CONFIG}")
     line = one_error(lwnas(tmp_path, "train", "opts.yaml"))
     assert line == "error opts.yaml: task_options: task `digits` takes no option 'bogus' (its options: none)", line
@@ -70,8 +74,11 @@ def test_a_features_checkpoint_whose_data_moved_takes_data(tmp_path):
     rng = np.random.default_rng(0)
     run_dir, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
     run_dir.mkdir(), elsewhere.mkdir()
-    np.savez(run_dir / "mine.npz", regions=rng.normal(size=(120, 3, 4)).astype("float32"),
-             labels=rng.integers(0, 3, size=120))
+    np.savez(
+        run_dir / "mine.npz",
+        regions=rng.normal(size=(120, 3, 4)).astype("float32"),
+        labels=rng.integers(0, 3, size=120),
+    )
     (run_dir / "tiny.yaml").write_text(CONFIG)
     trained = lwnas(run_dir, "train", "tiny.yaml", "--task", "features", "--data", "mine.npz", "--out", "run")
     assert trained.returncode == 0, trained.stderr
@@ -83,5 +90,7 @@ def test_a_features_checkpoint_whose_data_moved_takes_data(tmp_path):
     assert "mine.npz" in line and "pass --data" in line
     evaluated = lwnas(elsewhere, "evaluate", checkpoint, "--data", "moved.npz")
     assert evaluated.returncode == 0, evaluated.stderr
-    assert json.loads(evaluated.stdout)["accuracy"] == json.loads((run_dir / "run" / "metrics.json").read_text()
-                                                                  )["test"]["accuracy"]
+    assert (
+        json.loads(evaluated.stdout)["accuracy"]
+        == json.loads((run_dir / "run" / "metrics.json").read_text())["test"]["accuracy"]
+    )

@@ -14,14 +14,19 @@ from front_seed_stability import stability, summary  # noqa: E402
 
 
 def test_single_seed_front_members_that_fall_off_once_their_seeds_are_averaged():
-    study = study_with([
-        (0.90, 10, None),  # 0: on the single-seed front; its repeats bring it to 0.6, below trial 4 at fewer params
-        (0.70, 20, None),  # 1: dominated by trial 0's first seed, not by its mean: joins the seed-mean front
-        (0.30, 5, None),   # 2: the smallest, one seed: on both fronts, not confirmed
-        (0.95, 30, None),  # 3: confirmed and stays
-        (0.65, 8, None),   # 4: one seed, on both fronts
-        (0.50, 10, 0), (0.40, 10, 0), (0.93, 30, 3), (0.94, 30, 3),
-    ])
+    study = study_with(
+        [
+            (0.90, 10, None),  # 0: on the single-seed front; its repeats bring it to 0.6, below trial 4 at fewer params
+            (0.70, 20, None),  # 1: dominated by trial 0's first seed, not by its mean: joins the seed-mean front
+            (0.30, 5, None),  # 2: the smallest, one seed: on both fronts, not confirmed
+            (0.95, 30, None),  # 3: confirmed and stays
+            (0.65, 8, None),  # 4: one seed, on both fronts
+            (0.50, 10, 0),
+            (0.40, 10, 0),
+            (0.93, 30, 3),
+            (0.94, 30, 3),
+        ]
+    )
     result = stability(study.get_trials(), ["accuracy", "params"], DIRECTIONS, front_seeds=3)
     members = {m["trial"]: m for m in result["single_seed_front_members"]}
     assert sorted(members) == [0, 2, 3, 4]
@@ -37,8 +42,15 @@ def test_single_seed_front_members_that_fall_off_once_their_seeds_are_averaged()
     assert result["pooled_std"] == round(pooled, 4)
     assert result["front_neighbour_gap"]["median"] == round(0.94 - 0.70, 4)  # front 0.3, 0.65, 0.7, 0.94
 
-    runs = [{"task": "digits", **result}, {"task": "digits", **result, "confirmed": 2, "fell_off": 0,
-                                           "fell_off_fraction": 0.0}]
+    runs = [
+        {"task": "digits", **result},
+        {"task": "digits", **result, "confirmed": 2, "fell_off": 0, "fell_off_fraction": 0.0},
+    ]
     total = summary(runs)["digits"]
     assert {k: total[k] for k in ("studies", "confirmed", "fell_off", "fell_off_fraction", "per_study_fraction")} == {
-        "studies": 2, "confirmed": 4, "fell_off": 1, "fell_off_fraction": 0.25, "per_study_fraction": [0.5, 0.0]}
+        "studies": 2,
+        "confirmed": 4,
+        "fell_off": 1,
+        "fell_off_fraction": 0.25,
+        "per_study_fraction": [0.5, 0.0],
+    }

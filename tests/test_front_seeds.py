@@ -28,8 +28,11 @@ def study_with(points: list[tuple[float, float, int | None]]) -> optuna.Study:
     dist = {"d_model": optuna.distributions.IntDistribution(1, 100)}
     for accuracy, params, parent in points:
         attrs = {"outcome": "complete", **({keys.SEED_OF: parent} if parent is not None else {})}
-        study.add_trial(optuna.trial.create_trial(params={"d_model": int(params)}, distributions=dist,
-                                                  values=[accuracy, params], user_attrs=attrs))
+        study.add_trial(
+            optuna.trial.create_trial(
+                params={"d_model": int(params)}, distributions=dist, values=[accuracy, params], user_attrs=attrs
+            )
+        )
     return study
 
 
@@ -72,14 +75,17 @@ def test_confirm_chooses_the_points_of_the_seed_mean_front_as_status_does():
 
 # ---- one real sweep -----------------------------------------------------------------------------------
 def test_a_sweep_with_front_seeds_confirms_every_front_trial_on_three_seeds(tmp_path):
-    study = (TINY_STUDY.format(name="seeds", trials=10, epochs=1)
-             .replace("d_model: {choice: [16, 32]}", "d_model: {choice: [8, 16, 32]}")
-             .replace("budget: {trials: 10, epochs: 1}", "budget: {trials: 10, epochs: 1, front_seeds: 3}")
-             .replace("max_concurrent: 2", "max_concurrent: 1"))  # one at a time: the same sweep every run
+    study = (
+        TINY_STUDY.format(name="seeds", trials=10, epochs=1)
+        .replace("d_model: {choice: [16, 32]}", "d_model: {choice: [8, 16, 32]}")
+        .replace("budget: {trials: 10, epochs: 1}", "budget: {trials: 10, epochs: 1, front_seeds: 3}")
+        .replace("max_concurrent: 2", "max_concurrent: 1")
+    )  # one at a time: the same sweep every run
     (tmp_path / "seeds.yaml").write_text(study)
     url = f"sqlite:///{tmp_path / 'lwnas.db'}"
-    rc, out = run_proc(["lwnas", "sweep", "seeds.yaml", "--storage", url], tmp_path, proc_env(tmp_path),
-                       tmp_path / "sweep.log")
+    rc, out = run_proc(
+        ["lwnas", "sweep", "seeds.yaml", "--storage", url], tmp_path, proc_env(tmp_path), tmp_path / "sweep.log"
+    )
     assert rc == 0, out[-4000:]
     trials = read_trials(url, "seeds")
     assert sum(outcome(t) in COUNTED for t in trials.values()) == 10  # the repeats count toward the budget

@@ -15,9 +15,18 @@ T0 = dt.datetime(2026, 1, 1)
 def record(number: int, values, outcome: str = "complete", finished: int | None = None) -> TrialRecord:
     """A trial record; ``finished``: seconds after T0 it finished (default: its number)."""
     state = {"complete": "COMPLETE", "pruned": "PRUNED", "failed": "FAIL", "infeasible": "COMPLETE"}[outcome]
-    return TrialRecord(number=number, state=state, outcome=outcome, values=values, params={}, config={},
-                       training={}, costs={}, constraints={},
-                       datetime_complete=T0 + dt.timedelta(seconds=number if finished is None else finished))
+    return TrialRecord(
+        number=number,
+        state=state,
+        outcome=outcome,
+        values=values,
+        params={},
+        config={},
+        training={},
+        costs={},
+        constraints={},
+        datetime_complete=T0 + dt.timedelta(seconds=number if finished is None else finished),
+    )
 
 
 def test_a_front_that_keeps_growing_never_stalls():
@@ -50,8 +59,12 @@ def test_failed_and_pruned_trials_fill_the_window_and_infeasible_ones_do_not():
 
 def test_the_window_counts_trials_in_the_order_they_finished():
     early_best = record(3, [0.9, 10.0], finished=1)  # proposed last, finished first
-    records = [record(0, [0.5, 100.0], finished=0), early_best, record(1, [0.4, 100.0], finished=5),
-               record(2, [0.4, 100.0], finished=6)]
+    records = [
+        record(0, [0.5, 100.0], finished=0),
+        early_best,
+        record(1, [0.4, 100.0], finished=5),
+        record(2, [0.4, 100.0], finished=6),
+    ]
     assert [r.number for r in counted_in_order(records)] == [0, 3, 1, 2]
     assert front_stalled(records, OBJECTIVES, StopWhen(window=2, tolerance=0.0)) is not None
 

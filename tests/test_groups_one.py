@@ -8,13 +8,12 @@ with grouping on.
 from __future__ import annotations
 
 import optuna
+from sweep_procs import lwnas
 
 from searchspace.convert import optuna_search_space, to_nni
 from searchspace.space import SearchSpace
 from searchspace.study import load_study
 from tuners.study_check import task_family
-
-from sweep_procs import lwnas
 
 STUDY = """\
 task: digits
@@ -67,13 +66,18 @@ def test_groups_one_where_every_point_groups_is_refused(tmp_path):
     (tmp_path / "study.yaml").write_text(STUDY.replace("g_mha: {choice: [true, false]}", "g_mha: true"))
     result = lwnas(tmp_path, "space", "validate", "study.yaml")
     assert result.returncode == 2
-    assert ("error study.yaml:6: space.groups: `groups: 1` means no grouping, but every point here groups"
-            in result.stderr), result.stderr
+    assert (
+        "error study.yaml:6: space.groups: `groups: 1` means no grouping, but every point here groups" in result.stderr
+    ), result.stderr
 
 
 def test_seed_config_with_groups_one_says_how_to_write_it(tmp_path):
-    (tmp_path / "study.yaml").write_text(STUDY.replace("space:\n", "seed_configs:\n  base: {g_mha: true, groups: 1}\nspace:\n"))
+    (tmp_path / "study.yaml").write_text(
+        STUDY.replace("space:\n", "seed_configs:\n  base: {g_mha: true, groups: 1}\nspace:\n")
+    )
     result = lwnas(tmp_path, "space", "validate", "study.yaml")
     assert result.returncode == 2
-    assert ("error study.yaml:4: seed_configs.base.groups: `groups: 1` means no grouping: leave `groups` out and "
-            "set g_mha and g_ffn to false") in result.stderr, result.stderr
+    assert (
+        "error study.yaml:4: seed_configs.base.groups: `groups: 1` means no grouping: leave `groups` out and "
+        "set g_mha and g_ffn to false"
+    ) in result.stderr, result.stderr

@@ -42,11 +42,25 @@ def validate(case: Path, tmp_path: Path) -> subprocess.CompletedProcess:
     # torch sets TORCHINDUCTOR_CACHE_DIR in the environment of a process that used its inductor (an earlier
     # test in this pytest run may have): a child would inherit a cache folder outside the test's own
     inherited = {k: v for k, v in os.environ.items() if k not in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")}
-    env = {**inherited, "HOME": str(home), "TMPDIR": str(tmp), "LWNAS_CACHE": str(tmp / "cache"),
-           "PYTHONDONTWRITEBYTECODE": "1", "LWNAS_AUDIT_ROOT": str(tmp_path),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(HOSTILE / "audit"), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([lwnas, "space", "validate", case.name], cwd=work, env=env, capture_output=True,
-                          text=True, errors="replace", timeout=TIMEOUT_S, preexec_fn=_limit_memory)
+    env = {
+        **inherited,
+        "HOME": str(home),
+        "TMPDIR": str(tmp),
+        "LWNAS_CACHE": str(tmp / "cache"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "LWNAS_AUDIT_ROOT": str(tmp_path),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(HOSTILE / "audit"), os.environ.get("PYTHONPATH")])),
+    }
+    return subprocess.run(
+        [lwnas, "space", "validate", case.name],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=TIMEOUT_S,
+        preexec_fn=_limit_memory,
+    )
 
 
 def expected_line(case: Path) -> str:
@@ -114,8 +128,10 @@ def test_plugin_task_is_checked_without_calling_it(tmp_path):
     work.mkdir()
     (work / "trap_task.py").write_text(TRAP_PLUGIN)
     case = work / "plugin.yaml"
-    case.write_text("task: trap_task:TrapTask\ntask_options: {anything: 1}\nobjectives: [accuracy, params]\n"
-                    "space:\n  d_model: {choice: [16, 32]}\n  heads: 4\n  layers: 1\n")
+    case.write_text(
+        "task: trap_task:TrapTask\ntask_options: {anything: 1}\nobjectives: [accuracy, params]\n"
+        "space:\n  d_model: {choice: [16, 32]}\n  heads: 4\n  layers: 1\n"
+    )
     result = validate(case, tmp_path)
     assert result.returncode == 0, result.stderr
     assert "ok plugin.yaml: 1 searched knobs" in result.stderr and "AUDIT" not in result.stderr
@@ -138,8 +154,12 @@ def test_features_file_declaring_terabytes_is_refused(tmp_path):
         np.save(work / "labels.npy", np.zeros(4, dtype=np.int64))
         z.write(work / "labels.npy", "labels.npy")
     case = work / "data.yaml"
-    case.write_text("task: features\nfamily: encoder\ntask_options: {path: bomb.npz}\nobjectives: [accuracy]\n"
-                    "space: {d_model: 32}\n")
+    case.write_text(
+        "task: features\nfamily: encoder\ntask_options: {path: bomb.npz}\nobjectives: [accuracy]\n"
+        "space: {d_model: 32}\n"
+    )
     [error] = assert_refused_safely(validate(case, tmp_path), case.name, tmp_path)
-    assert error == ("error data.yaml:1: task: features: `regions.npy` declares shape (1000000000000,) of float32 "
-                     "(4,000,000,000,000 bytes) but holds 0 bytes")
+    assert error == (
+        "error data.yaml:1: task: features: `regions.npy` declares shape (1000000000000,) of float32 "
+        "(4,000,000,000,000 bytes) but holds 0 bytes"
+    )

@@ -23,11 +23,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_docs_knobs_md_is_generated_from_the_table():
-    done = subprocess.run([sys.executable, "-m", "searchspace.knobs_doc"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "searchspace.knobs_doc"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
-    assert (ROOT / "docs/knobs.md").read_text() == done.stdout, \
+    assert (ROOT / "docs/knobs.md").read_text() == done.stdout, (
         f"docs/knobs.md is stale: regenerate it with `{COMMAND}`"
+    )
 
 
 def test_the_table_refuses_a_malformed_knob():
@@ -49,8 +51,13 @@ def test_every_knob_is_complete_and_named_once():
 
 
 # Values each knob may take in the random configurations below (valid and invalid between knobs).
-_VALUES = {"int": [1, 2, 3, 4, 6, 8, 12], "bool": [True, False], "float": [0.0, 0.1], "grid": [(2, 3), (4, 4)],
-           "pattern": [None, "(0,0)", "(0x3)", "(0,1,1,0)", "(0,0,1,1,2,2)"]}
+_VALUES = {
+    "int": [1, 2, 3, 4, 6, 8, 12],
+    "bool": [True, False],
+    "float": [0.0, 0.1],
+    "grid": [(2, 3), (4, 4)],
+    "pattern": [None, "(0,0)", "(0x3)", "(0,1,1,0)", "(0,0,1,1,2,2)"],
+}
 
 
 class _Recorded(ArchConfig):
@@ -97,9 +104,11 @@ def test_every_rule_reads_only_the_knobs_it_declares():
 
 
 # ---- a knob added to the table alone ---------------------------------------------------------------
-PROBE = ('    ArchKnob("probe_width", "int", None, "a knob the table test adds: checked and documented, read by no '
-         'layer", _WIDE, families=("encoder", "retrieval"), family_defaults={"encoder": 3, "retrieval": 3}, '
-         'limit=16),\n')
+PROBE = (
+    '    ArchKnob("probe_width", "int", None, "a knob the table test adds: checked and documented, read by no '
+    'layer", _WIDE, families=("encoder", "retrieval"), family_defaults={"encoder": 3, "retrieval": 3}, '
+    "limit=16),\n"
+)
 STUDY = """task: digits
 objectives: [accuracy, params]
 budget: {trials: 2, epochs: 1}
@@ -121,8 +130,14 @@ def _copy_with_probe(tmp_path: Path) -> Path:
 
 
 def _run(copy: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args], cwd=copy, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONPATH": str(copy)})
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(copy)},
+    )
 
 
 CHECKS = """
@@ -147,11 +162,14 @@ def test_a_knob_added_to_the_table_alone_is_checked_documented_and_demanded(tmp_
     copy = _copy_with_probe(tmp_path)
     done = _run(copy, "-c", CHECKS)
     assert done.returncode == 0, done.stderr
-    assert ("config {'probe_width': 99} [('probe_width', \"must be at most 16 (the knob's limit), got 99\")]"
-            in done.stdout)
+    assert (
+        "config {'probe_width': 99} [('probe_width', \"must be at most 16 (the knob's limit), got 99\")]" in done.stdout
+    )
     assert "config {'probe_width': 'wide'} [('probe_width', \"must be an integer, got 'wide'\")]" in done.stdout
-    assert ("config {'family': 'mcan', 'probe_width': 2} [('probe_width', 'does not apply to family `mcan` "
-            "(used by encoder, retrieval)')]") in done.stdout
+    assert (
+        "config {'family': 'mcan', 'probe_width': 2} [('probe_width', 'does not apply to family `mcan` "
+        "(used by encoder, retrieval)')]"
+    ) in done.stdout
     assert "dashboard 3" in done.stdout  # every sample trial records it, at its default
 
     cli = "import sys; from tuners.cli import run; sys.argv[0] = 'lwnas'; run()"
@@ -161,16 +179,28 @@ def test_a_knob_added_to_the_table_alone_is_checked_documented_and_demanded(tmp_
     assert ok.returncode == 0, ok.stderr
     bad = _run(copy, "-c", cli, "space", "validate", "bad.yaml")
     assert bad.returncode != 0
-    assert ("bad.yaml:6: space.probe_width.choice: must be at most 16 (the knob's limit), got 40"
-            in bad.stderr), bad.stderr
+    assert "bad.yaml:6: space.probe_width.choice: must be at most 16 (the knob's limit), got 40" in bad.stderr, (
+        bad.stderr
+    )
 
     docs = _run(copy, "-m", "searchspace.knobs_doc")
     assert docs.returncode == 0, docs.stderr
-    assert "| `probe_width` | 3 | a knob the table test adds: checked and documented, read by no layer; " \
-           "`encoder`, `retrieval` only |" in docs.stdout
+    assert (
+        "| `probe_width` | 3 | a knob the table test adds: checked and documented, read by no layer; "
+        "`encoder`, `retrieval` only |" in docs.stdout
+    )
     assert "`probe_width`" in docs.stdout.split("## Limits", 1)[1].split("| 16 |")[0].splitlines()[-1]
 
-    registry = _run(copy, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_models_registry.py",
-                    "-k", "exercises_every_knob")
+    registry = _run(
+        copy,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "tests/test_models_registry.py",
+        "-k",
+        "exercises_every_knob",
+    )
     assert registry.returncode == 1, registry.stdout
     assert "probe_width (encoder), probe_width (retrieval)" in registry.stdout, registry.stdout

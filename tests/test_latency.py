@@ -15,16 +15,16 @@ import numpy as np
 import optuna
 import pytest
 import torch
-from sweep_procs import proc_env, read_trials, run_proc, lwnas
+from sweep_procs import lwnas, proc_env, read_trials, run_proc
 from test_deploy_export import ATOL, RTOL, _expected, _inputs, run_standalone
 
 from dashboards.data import TrialCache
 from searchspace import ArchConfig, build_model
 from searchspace.study import StudyError, loads_study
 from trainers.latency import MIN_REPEATS, LatencyError, check_device, measure_latency
-from tuners.study_check import task_family
 from tuners.record import trial_seed
 from tuners.storage import record_of
+from tuners.study_check import task_family
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -45,8 +45,9 @@ space:
 
 def test_measure_latency_records_median_spread_and_device():
     torch.manual_seed(0)
-    model = build_model(ArchConfig(family="encoder", d_model=16, heads=2, layers=1, grid=(4, 4), patch_features=3,
-                                   num_classes=5))
+    model = build_model(
+        ArchConfig(family="encoder", d_model=16, heads=2, layers=1, grid=(4, 4), patch_features=3, num_classes=5)
+    )
     lat = measure_latency(model, batch=2, device="cpu", threads=1)
     assert lat.batch == 2 and lat.ms > 0 and lat.cv >= 0 and lat.repeats >= MIN_REPEATS
     assert lat.device.startswith("cpu: ") and "1 thread" in lat.device and socket.gethostname() in lat.device
@@ -64,8 +65,9 @@ def test_cuda_without_a_gpu_is_a_clear_error(tmp_path):
 
 
 def test_study_latency_section_is_checked_with_file_and_line():
-    bad = STUDY.format(name="s").replace("latency: {device: cpu, batch_size: 4, threads: 1}",
-                                         "latency: {device: tpu, batch_size: 0, thread: 1}")
+    bad = STUDY.format(name="s").replace(
+        "latency: {device: cpu, batch_size: 4, threads: 1}", "latency: {device: tpu, batch_size: 0, thread: 1}"
+    )
     with pytest.raises(StudyError) as info:
         loads_study(bad, "s.yaml", task_family=task_family)
     problems = dict(info.value.problems)
@@ -75,8 +77,9 @@ def test_study_latency_section_is_checked_with_file_and_line():
     maximised = STUDY.format(name="s").replace("[accuracy, latency]", "{accuracy: maximize, latency: maximize}")
     with pytest.raises(StudyError, match="`latency` is a cost: it can only be minimised"):
         loads_study(maximised, "s.yaml", task_family=task_family)
-    study = loads_study(STUDY.format(name="s") + "constraints: {latency_batch: {max: 50}}\n", "s.yaml",
-                        task_family=task_family)
+    study = loads_study(
+        STUDY.format(name="s") + "constraints: {latency_batch: {max: 50}}\n", "s.yaml", task_family=task_family
+    )
     assert study.latency.batch_size == 4 and study.constraints[0].metric == "latency_batch"
 
 
@@ -105,8 +108,9 @@ def test_latency_objective_sweeps_end_to_end_and_its_front_exports(tmp_path):
     study = tmp_path / f"{name}.yaml"
     study.write_text(STUDY.format(name=name))
     url = f"sqlite:///{tmp_path / 'lwnas.db'}"
-    rc, out = run_proc(["lwnas", "sweep", str(study), "--storage", url], tmp_path, proc_env(tmp_path),
-                       tmp_path / "sweep.log")
+    rc, out = run_proc(
+        ["lwnas", "sweep", str(study), "--storage", url], tmp_path, proc_env(tmp_path), tmp_path / "sweep.log"
+    )
     assert rc == 0, out[-4000:]
     trials = read_trials(url, name)
     complete = [t for t in trials.values() if t.state == optuna.trial.TrialState.COMPLETE]
@@ -137,8 +141,14 @@ def test_latency_objective_sweeps_end_to_end_and_its_front_exports(tmp_path):
     for t in complete:
         costs = {**record_of(t).costs, **({"latency_device": "cpu: X"} if t.number == moved else {})}
         plan = {**t.user_attrs["plan"], "costs": costs}  # the planned record is one attribute
-        mixed.add_trial(optuna.trial.create_trial(params=t.params, distributions=t.distributions, values=t.values,
-                                                  user_attrs={**t.user_attrs, "plan": plan}))
+        mixed.add_trial(
+            optuna.trial.create_trial(
+                params=t.params,
+                distributions=t.distributions,
+                values=t.values,
+                user_attrs={**t.user_attrs, "plan": plan},
+            )
+        )
     shown = lwnas(tmp_path, "status", "mixed", "--storage", url)
     assert "measured on 2 different devices or machines and are not comparable" in shown.stdout, shown.stdout
     assert "cpu: X: trials 0" in shown.stdout

@@ -49,16 +49,24 @@ def mcan_madds(cfg: ArchConfig) -> dict[str, int]:
     le, ld = cfg.depths["encoder"], cfg.depths["decoder"]
     enc_attn = attention(cfg, "encoder", t, t, True)
     dec_attn = attention(cfg, "decoder", r, r, True) + attention(cfg, "decoder", r, t, False)
-    return {"encoder": le * (enc_attn + ffn(cfg, t)), "decoder": ld * (dec_attn + ffn(cfg, r)),
-            "attention": le * enc_attn + ld * dec_attn}
+    return {
+        "encoder": le * (enc_attn + ffn(cfg, t)),
+        "decoder": ld * (dec_attn + ffn(cfg, r)),
+        "attention": le * enc_attn + ld * dec_attn,
+    }
 
 
 def test_mcan_baseline_matches_the_literal_formula():
     report = cost(PAPER, memory=False)
     enc = 6 * (4 * T * D**2 + 2 * T * T * D + 2 * T * D * FF)
-    dec = 6 * (4 * R * D**2 + 2 * R * R * D  # self-attention over the regions
-               + 2 * R * D**2 + 2 * T * D**2 + 2 * R * T * D  # guided attention: Q, O on R; K, V on T
-               + 2 * R * D * FF)
+    dec = 6 * (
+        4 * R * D**2
+        + 2 * R * R * D  # self-attention over the regions
+        + 2 * R * D**2
+        + 2 * T * D**2
+        + 2 * R * T * D  # guided attention: Q, O on R; K, V on T
+        + 2 * R * D * FF
+    )
     assert report.madds_breakdown["encoder"] == enc
     assert report.madds_breakdown["decoder"] == dec
     assert enc + dec == 2_581_536_768  # LW-Transformer Table II, Transformer row (2.58G)
@@ -77,11 +85,18 @@ VARIANTS = {
     "g_mha-k8-ws": dict(groups=8, g_mha=True, weight_sharing=True),
     "g_mha-k4-n3": dict(groups=4, g_mha=True, qk_expansion=3),
     "g_ffn-k4": dict(groups=4, g_ffn=True),
-    "all-lw-knobs-k2-n2": dict(groups=2, g_mha=True, g_ffn=True, weight_sharing=True, qk_expansion=2,
-                               g_lml=True, g_il=True),
+    "all-lw-knobs-k2-n2": dict(
+        groups=2, g_mha=True, g_ffn=True, weight_sharing=True, qk_expansion=2, g_lml=True, g_il=True
+    ),
     "kv-albert": dict(attention_sharing="kv", layer_sharing="(0x6)"),
-    "qk-enc-kv-dec-g_mha": dict(encoder_attention_sharing="qk", decoder_attention_sharing="kv", groups=4,
-                                g_mha=True, encoder_layers=4, decoder_layers=2),
+    "qk-enc-kv-dec-g_mha": dict(
+        encoder_attention_sharing="qk",
+        decoder_attention_sharing="kv",
+        groups=4,
+        g_mha=True,
+        encoder_layers=4,
+        decoder_layers=2,
+    ),
 }
 
 
@@ -109,12 +124,24 @@ def test_formula_terms_are_what_the_knobs_promise():
 
 
 # ---- coupled attention ----------------------------------------------------------------------------
-ENCODER = dict(family="encoder", d_model=32, heads=4, d_ff=64, layers=2, grid=(4, 6), patch_features=3,
-               num_classes=5, pooling="mean")
+ENCODER = dict(
+    family="encoder",
+    d_model=32,
+    heads=4,
+    d_ff=64,
+    layers=2,
+    grid=(4, 6),
+    patch_features=3,
+    num_classes=5,
+    pooling="mean",
+)
 
 
-@pytest.mark.parametrize("knobs", [{}, dict(groups=2, g_mha=True, qk_expansion=2), dict(attention_sharing="kv")],
-                         ids=["plain", "g_mha-n2", "kv"])
+@pytest.mark.parametrize(
+    "knobs",
+    [{}, dict(groups=2, g_mha=True, qk_expansion=2), dict(attention_sharing="kv")],
+    ids=["plain", "g_mha-n2", "kv"],
+)
 def test_coupled_kernel_madds(knobs):
     cfg = ArchConfig.from_dict({**ENCODER, **knobs, "attention": "coupled"})
     gh, gw = cfg.grid
@@ -127,7 +154,8 @@ def test_coupled_kernel_madds(knobs):
     coupled = cost(cfg, memory=False)
     assert coupled.madds_breakdown["encoder"] == layers * (projections_and_ffn + heads * (maps + apply))
     assert coupled.madds_breakdown["attention"] == layers * (
-        attention(cfg, "encoder", t, t, True) - standard_kernel + heads * (maps + apply))
+        attention(cfg, "encoder", t, t, True) - standard_kernel + heads * (maps + apply)
+    )
     assert coupled.madds_breakdown["embeddings"] == t * 3 * d
     assert coupled.madds_breakdown["head"] == d * 5
     standard = cost(cfg.replace(attention="standard", coupled_scale=None), memory=False)

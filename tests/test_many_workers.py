@@ -14,7 +14,16 @@ from pathlib import Path
 
 import optuna
 import yaml
-from sweep_procs import SWEEP_TIMEOUT, kill_session, proc_env, read_trials, run_proc, start_proc, states_sqlite, wait_for
+from sweep_procs import (
+    SWEEP_TIMEOUT,
+    kill_session,
+    proc_env,
+    read_trials,
+    run_proc,
+    start_proc,
+    states_sqlite,
+    wait_for,
+)
 
 from tuners import storage as keys
 
@@ -32,19 +41,33 @@ def _ray_numbers(cache: Path) -> Counter:
 
 def test_concurrent_trials_killed_and_resumed_lose_and_duplicate_nothing(tmp_path):
     shutil.copy(PLUGIN, tmp_path / "sleep_task.py")
-    study = {"name": "many", "task": "sleep_task:SleepDigits", "task_options": {"sleep_s": 4},
-             "objectives": [{"metric": "accuracy", "direction": "maximize"}],
-             "budget": {"trials": BUDGET, "epochs": 2},
-             "tuner": {"sampler": "random", "scheduler": "none", "max_concurrent": CONCURRENT, "seed": 0,
-                       "cpus_per_trial": 0.2},
-             "training": {"batch_size": 16, "threads": 1},
-             "space": {"d_model": {"choice": [16, 32]}, "heads": 2, "layers": 1,
-                       "lr": {"float": [1.0e-3, 5.0e-3], "log": True}}}
+    study = {
+        "name": "many",
+        "task": "sleep_task:SleepDigits",
+        "task_options": {"sleep_s": 4},
+        "objectives": [{"metric": "accuracy", "direction": "maximize"}],
+        "budget": {"trials": BUDGET, "epochs": 2},
+        "tuner": {
+            "sampler": "random",
+            "scheduler": "none",
+            "max_concurrent": CONCURRENT,
+            "seed": 0,
+            "cpus_per_trial": 0.2,
+        },
+        "training": {"batch_size": 16, "threads": 1},
+        "space": {
+            "d_model": {"choice": [16, 32]},
+            "heads": 2,
+            "layers": 1,
+            "lr": {"float": [1.0e-3, 5.0e-3], "log": True},
+        },
+    }
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(study))
     db = tmp_path / "lwnas.db"
     url, env, log = f"sqlite:///{db}", proc_env(tmp_path), tmp_path / "sweep.log"
     proc = start_proc(["lwnas", "sweep", "study.yaml", "--storage", url], tmp_path, env, log)
     try:
+
         def several_running():
             return sum(s == "RUNNING" for s in states_sqlite(db, "many").values()) >= 3
 
@@ -65,8 +88,9 @@ def test_concurrent_trials_killed_and_resumed_lose_and_duplicate_nothing(tmp_pat
     assert all(len(keys.epochs_of(after[n].user_attrs)) == 2 for n in complete)
     assert not any(t.state == optuna.trial.TrialState.RUNNING for t in after.values())
     # each interrupted trial was re-run once, and only those
-    requeued = Counter(t.user_attrs.get(keys.REQUEUED_FROM) for t in after.values()
-                       if keys.REQUEUED_FROM in t.user_attrs)
+    requeued = Counter(
+        t.user_attrs.get(keys.REQUEUED_FROM) for t in after.values() if keys.REQUEUED_FROM in t.user_attrs
+    )
     assert set(requeued) == interrupted and set(requeued.values()) == {1}, (requeued, interrupted)
     # one Ray trial per stored trial that ran, and every finished trial came from one
     ray = _ray_numbers(tmp_path / "cache")

@@ -37,6 +37,7 @@ def test_bleu_matches_sacrebleu():
     gen = torch.Generator().manual_seed(0)
     refs = [torch.randint(1, 8, (int(n),), generator=gen).tolist() for n in torch.randint(5, 12, (50,), generator=gen)]
     hyps = [r[:-1] + [1] if i % 3 else r for i, r in enumerate(refs)]
-    theirs = sacrebleu.corpus_bleu([" ".join(map(str, h)) for h in hyps],
-                                   [[" ".join(map(str, r)) for r in refs]], tokenize="none").score
+    theirs = sacrebleu.corpus_bleu(
+        [" ".join(map(str, h)) for h in hyps], [[" ".join(map(str, r)) for r in refs]], tokenize="none"
+    ).score
     assert corpus_bleu(hyps, refs) == pytest.approx(theirs, abs=1e-9)

@@ -18,18 +18,34 @@ from tuners.trainable import train_record
 
 
 def planned(number: int, d_model: int, latency: float) -> TrialRecord:
-    config = adapt_config(ArchConfig.from_dict({"family": "encoder", "d_model": d_model, "heads": 2, "layers": 1}),
-                          resolve_task("digits"))
+    config = adapt_config(
+        ArchConfig.from_dict({"family": "encoder", "d_model": d_model, "heads": 2, "layers": 1}), resolve_task("digits")
+    )
     report = cost(config)
-    costs = {"params": report.params, "madds": report.madds, "memory": report.memory_bytes,
-             "latency": latency, "latency_device": "cpu: a test"}
-    return TrialRecord(number=number, config=config.to_dict(), training=TrainSettings(epochs=2, batch_size=64).to_dict(),
-                       task="digits", seed=number, costs=costs)
+    costs = {
+        "params": report.params,
+        "madds": report.madds,
+        "memory": report.memory_bytes,
+        "latency": latency,
+        "latency_device": "cpu: a test",
+    }
+    return TrialRecord(
+        number=number,
+        config=config.to_dict(),
+        training=TrainSettings(epochs=2, batch_size=64).to_dict(),
+        task="digits",
+        seed=number,
+        costs=costs,
+    )
 
 
 def test_each_report_carries_the_planned_costs_and_mo_asha_ranks_on_them():
-    scheduler = MOASHA([("val_accuracy", "maximize"), ("memory", "minimize"), ("latency", "minimize")],
-                       max_epochs=2, grace_epochs=1, reduction_factor=2)
+    scheduler = MOASHA(
+        [("val_accuracy", "maximize"), ("memory", "minimize"), ("latency", "minimize")],
+        max_epochs=2,
+        grace_epochs=1,
+        reduction_factor=2,
+    )
     threads = torch.get_num_threads()
     decisions = {}
     try:
@@ -39,7 +55,11 @@ def test_each_report_carries_the_planned_costs_and_mo_asha_ranks_on_them():
             train_record(TrialRecord.from_worker(record.for_worker()), reports.append)
             assert [r["epoch"] for r in reports] == [1, 2]
             for r in reports:
-                assert (r["memory"], r["latency"], r["madds"]) == (record.costs["memory"], latency, record.costs["madds"])
+                assert (r["memory"], r["latency"], r["madds"]) == (
+                    record.costs["memory"],
+                    latency,
+                    record.costs["madds"],
+                )
                 assert "latency_device" not in r  # only numbers go to Tune's results
             trial = SimpleNamespace(trial_id=f"t{number}")
             decisions[number] = scheduler.on_trial_result(None, trial, reports[0])
@@ -47,5 +67,7 @@ def test_each_report_carries_the_planned_costs_and_mo_asha_ranks_on_them():
         torch.set_num_threads(threads)
     rung = scheduler.recorded[1]
     assert sorted(rung) == ["t0", "t1"], "a trial without its cost objectives would not be ranked at the rung"
-    assert [list(rung["t0"][1:]), list(rung["t1"][1:])] == [[planned(0, 16, 1.5).costs["memory"], 1.5],
-                                                            [planned(1, 24, 2.5).costs["memory"], 2.5]]
+    assert [list(rung["t0"][1:]), list(rung["t1"][1:])] == [
+        [planned(0, 16, 1.5).costs["memory"], 1.5],
+        [planned(1, 24, 2.5).costs["memory"], 2.5],
+    ]

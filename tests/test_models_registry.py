@@ -33,15 +33,35 @@ COMMON: dict[str, dict] = {
     "symmetric": dict(layers=4, layer_sharing="(0,1,1,0)"),
     "albert+attn_qk": dict(layers=3, layer_sharing="(0x3)", attention_sharing="qk"),
     "attn_kv+g_mha+ws": dict(attention_sharing="kv", groups=2, g_mha=True, g_ffn=True, weight_sharing=True),
-    "everything": dict(groups=2, g_mha=True, g_ffn=True, weight_sharing=True, qk_expansion=2, g_lml=True,
-                       g_il=True, attention_sharing="qk", layers=3, layer_sharing="(0,0,1)"),
+    "everything": dict(
+        groups=2,
+        g_mha=True,
+        g_ffn=True,
+        weight_sharing=True,
+        qk_expansion=2,
+        g_lml=True,
+        g_il=True,
+        attention_sharing="qk",
+        layers=3,
+        layer_sharing="(0,0,1)",
+    ),
 }
 PER_STACK = {
-    "per_stack": dict(encoder_layers=4, decoder_layers=2, encoder_layer_sharing="(0,0,1,1)",
-                      decoder_layer_sharing="(0x2)", encoder_attention_sharing="kv",
-                      decoder_attention_sharing="qk"),
-    "per_stack_override": dict(layers=4, layer_sharing="(0,1,1,0)", decoder_layer_sharing="(0x4)",
-                               attention_sharing="qk", encoder_attention_sharing="kv"),
+    "per_stack": dict(
+        encoder_layers=4,
+        decoder_layers=2,
+        encoder_layer_sharing="(0,0,1,1)",
+        decoder_layer_sharing="(0x2)",
+        encoder_attention_sharing="kv",
+        decoder_attention_sharing="qk",
+    ),
+    "per_stack_override": dict(
+        layers=4,
+        layer_sharing="(0,1,1,0)",
+        decoder_layer_sharing="(0x4)",
+        attention_sharing="qk",
+        encoder_attention_sharing="kv",
+    ),
 }
 SKETCH = dict(pooling="sketch", sketch_n=3, sketch_k=4, sketch_d=2)
 SPECIFIC: dict[str, dict[str, dict]] = {
@@ -88,8 +108,9 @@ def barred_by_family(knob: ArchKnob, family: str) -> bool:
     if knob.kind != "choice":
         return False
     others = [c for c in knob.choices if c != knob.default]
-    return all(any("family" in RULES[r] for r, _, _ in rule_violations({"family": family, knob.name: c}) or [])
-               for c in others)
+    return all(
+        any("family" in RULES[r] for r, _, _ in rule_violations({"family": family, knob.name: c}) or []) for c in others
+    )
 
 
 def test_registry_exercises_every_knob_of_the_table_in_every_family():
@@ -102,8 +123,10 @@ def test_registry_exercises_every_knob_of_the_table_in_every_family():
             mine = [n for n, c in REGISTRY.items() if c.family == family]
             if not barred_by_family(knob, family) and not any(exercises(n, knob.name) for n in mine):
                 missing.append(f"{knob.name} ({family})")
-    assert not missing, ("no registry configuration sets these knobs to a non-default value; add one to "
-                         f"COMMON or SPECIFIC in tests/test_models_registry.py: {', '.join(missing)}")
+    assert not missing, (
+        "no registry configuration sets these knobs to a non-default value; add one to "
+        f"COMMON or SPECIFIC in tests/test_models_registry.py: {', '.join(missing)}"
+    )
 
 
 def _with_padding(model, inputs):

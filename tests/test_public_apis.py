@@ -64,15 +64,26 @@ def private_uses(source: str, project_defined: set[str]) -> list[str]:
     """``line: code`` for each use of another library's private name in ``source``."""
     tree = ast.parse(source)
     local, aliases, found = _defined(tree), _own_aliases(tree), []
-    uses_library = any(isinstance(n, ast.Import) and any(_library(a.name) for a in n.names)
-                       or isinstance(n, ast.ImportFrom) and n.level == 0 and _library(n.module) for n in ast.walk(tree))
+    uses_library = any(
+        isinstance(n, ast.Import)
+        and any(_library(a.name) for a in n.names)
+        or isinstance(n, ast.ImportFrom)
+        and n.level == 0
+        and _library(n.module)
+        for n in ast.walk(tree)
+    )
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and _library(node.module):
-            if any(_private(part) for part in (node.module or "").split(".")) or any(_private(a.name) for a in node.names):
+            if any(_private(part) for part in (node.module or "").split(".")) or any(
+                _private(a.name) for a in node.names
+            ):
                 found.append(f"{node.lineno}: {ast.unparse(node)}")
         elif isinstance(node, ast.Import):
-            found += [f"{node.lineno}: {ast.unparse(node)}" for a in node.names
-                      if _library(a.name) and any(_private(p) for p in a.name.split("."))]
+            found += [
+                f"{node.lineno}: {ast.unparse(node)}"
+                for a in node.names
+                if _library(a.name) and any(_private(p) for p in a.name.split("."))
+            ]
         elif isinstance(node, ast.Attribute) and _private(node.attr):
             base = node.value
             if _is_self(base):
@@ -98,8 +109,11 @@ def _project_defined() -> set[str]:
 
 def test_no_project_file_touches_a_private_attribute_of_a_library():
     defined = _project_defined()
-    found = {str(p.relative_to(ROOT)): uses for p in _project_files()
-             if (uses := private_uses(p.read_text(encoding="utf-8"), defined))}
+    found = {
+        str(p.relative_to(ROOT)): uses
+        for p in _project_files()
+        if (uses := private_uses(p.read_text(encoding="utf-8"), defined))
+    }
     assert found == {}
 
 

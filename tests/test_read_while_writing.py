@@ -39,18 +39,18 @@ while not stop.exists() or written < 20:
     trial = study.ask()
     d_model = trial.suggest_categorical("d_model", [32, 64])  # as dashboards.sample draws it
     record = TrialRecord(number=trial.number, config={"family": "encoder", "d_model": d_model},
-                         training={"epochs": %d, "seed": trial.number}, task="digits", seed=trial.number,
+                         training={"epochs": EPOCHS, "seed": trial.number}, task="digits", seed=trial.number,
                          costs={"params": float(d_model * 100)})
     for key, value in keys.planned_attrs(record).items():
         trial.set_user_attr(key, value)
     trial.set_constraint("params", float(d_model - 48))
-    for e in range(1, %d + 1):
+    for e in range(1, EPOCHS + 1):
         epoch = {"epoch": e, "val_accuracy": 0.1 * e, "wall_time": 0.01 * e}
         trial.set_user_attr(keys.epoch_key(e), epoch)
     study.tell(trial, [epoch["val_accuracy"], float(d_model * 100)])
     written += 1
 print("written", written)
-""" % (EPOCHS, EPOCHS)
+""".replace("EPOCHS", str(EPOCHS))
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -71,8 +71,14 @@ def test_status_and_dashboard_poll_while_a_writer_writes(study_url, tmp_path):
     url, name = study_url
     seed_study(url, name=name, trials=30, seed=1)
     stop = tmp_path / "stop"
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, url, name, str(stop)], cwd=tmp_path,
-                              env=proc_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, url, name, str(stop)],
+        cwd=tmp_path,
+        env=proc_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     cache, polls = TrialCache(url, name), []
     try:
         while len(polls) < 3:  # each poll: one `lwnas status` and one dashboard refresh, while the writer runs
@@ -93,8 +99,14 @@ def test_status_and_dashboard_poll_while_a_writer_writes(study_url, tmp_path):
     new = [t for t in trials if t.number >= 30]
     assert len(new) == written and all(t.state.name == "COMPLETE" for t in new)  # every write landed, none twice
     records = [record_of(t) for t in new]  # read back as every reader reads the driver's layout
-    assert all(len(r.epochs) == EPOCHS and r.epochs[-1]["epoch"] == EPOCHS and r.constraints and r.task == "digits"
-               and r.config["d_model"] == r.params["d_model"] for r in records)
+    assert all(
+        len(r.epochs) == EPOCHS
+        and r.epochs[-1]["epoch"] == EPOCHS
+        and r.constraints
+        and r.task == "digits"
+        and r.config["d_model"] == r.params["d_model"]
+        for r in records
+    )
     assert all(keys.PLAN in t.user_attrs and keys.EPOCHS not in t.user_attrs for t in new)  # not the old layout
     assert cache.load().records == [record_of(t) for t in trials]  # the incremental view ends where Optuna's does
 

@@ -14,9 +14,9 @@ import shutil
 from pathlib import Path
 
 import typer
-
 from documented import ROOT, Invocation, invocations, problems
 from sweep_procs import kill_session, proc_env, run_proc, start_dashboard
+
 from tuners.cli import app
 
 HINT = re.compile(r"^[a-z ]+: (lwnas .+)$", re.M)
@@ -26,7 +26,7 @@ def quickstart_commands() -> list[str]:
     """The README's first lwnas commands: the sweep, then status, export and train."""
     found = [i.text for i in invocations(ROOT / "README.md")]
     first = next(n for n, text in enumerate(found) if text.startswith("lwnas sweep studies/quickstart.yaml"))
-    commands = found[first:first + 4]
+    commands = found[first : first + 4]
     assert [c.split()[1] for c in commands] == ["sweep", "status", "export", "train"], commands
     return commands
 

@@ -22,12 +22,18 @@ def richest_study(url: str, name: str):
     storage, sid, study = every_kind_of_trial(url, name)
     repeat = study.ask({"lr": optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True)})
     repeat.set_user_attr(keys.SEED_OF, 0)
-    repeat.set_user_attr(keys.PLAN, {keys.CONFIG: {"family": "encoder", "d_model": 16}, keys.SEED: 7,
-                                     keys.COSTS: {"params": 1234, "latency": 0.1 + 0.2}})  # as the driver plans it
+    repeat.set_user_attr(
+        keys.PLAN,
+        {
+            keys.CONFIG: {"family": "encoder", "d_model": 16},
+            keys.SEED: 7,
+            keys.COSTS: {"params": 1234, "latency": 0.1 + 0.2},
+        },
+    )  # as the driver plans it
     repeat.set_user_attr(keys.epoch_key(1), {"epoch": 1, "val_accuracy": 0.1 + 0.2, "val_loss": math.inf})
     repeat_id = storage.get_trial_id_from_study_id_trial_number(sid, repeat.number)
     storage.set_trial_system_attr(repeat_id, "constraints", [0.30000000000000004, -1.0])  # Optuna's old list
-    study.tell(repeat, [1 / 3, 2.0 ** -1074])
+    study.tell(repeat, [1 / 3, 2.0**-1074])
     study.enqueue_trial({"lr": 2e-3})  # waiting again (the repeat's ask took the first)
     return storage, sid, study
 
@@ -50,8 +56,9 @@ def test_records_equal_record_of_optunas_view(url, name):
     assert len({t.distributions["d_model"] for t in optunas if "d_model" in t.distributions}) == 1
     assert any(r.config == {"family": "encoder", "d_model": 16} and r.costs["latency"] == 0.1 + 0.2 for r in records)
     lazy = [r for r in records if isinstance(r.epochs, StoredEpochs)]  # per-epoch keys: decoded at first use
-    assert lazy and [len(r.epochs) for r in lazy] == [len(record_of(t).epochs) for t in optunas
-                                                      if t.number in {r.number for r in lazy}]
+    assert lazy and [len(r.epochs) for r in lazy] == [
+        len(record_of(t).epochs) for t in optunas if t.number in {r.number for r in lazy}
+    ]
     assert reader.read() == []  # nothing changed
 
 

@@ -11,14 +11,13 @@ from pathlib import Path
 
 import optuna
 import pytest
+from test_sweep import write_study
 
 from searchspace.study import load_study
 from tuners.constraints import StaticCosts
 from tuners.storage import open_storage, record_of
 from tuners.study_check import make_task, task_family
 from tuners.sweep import SweepOptions, open_study_storage
-
-from test_sweep import write_study
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

@@ -30,7 +30,14 @@ from ray.tune.search.variant_generator import generate_variants  # noqa: E402
 
 from searchspace.config import ArchConfig  # noqa: E402
 from searchspace.convert import (  # noqa: E402
-    from_nni, from_ray, optuna_distribution, optuna_search_space, optuna_suggest, to_nni, to_ray)
+    from_nni,
+    from_ray,
+    optuna_distribution,
+    optuna_search_space,
+    optuna_suggest,
+    to_nni,
+    to_ray,
+)
 from searchspace.domains import Choice  # noqa: E402
 from searchspace.space import SearchSpace  # noqa: E402
 from searchspace.study import load_study  # noqa: E402
@@ -39,12 +46,20 @@ from tuners.study_check import task_family  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = "studies/quickstart.yaml"
-STUDIES = sorted({QUICKSTART, *(str(p.relative_to(ROOT)) for pattern in
-                                ("studies/tasks/*.yaml", "studies/full/*.yaml", "studies/paper-tables/*.yaml")
-                                for p in ROOT.glob(pattern))})
+STUDIES = sorted(
+    {
+        QUICKSTART,
+        *(
+            str(p.relative_to(ROOT))
+            for pattern in ("studies/tasks/*.yaml", "studies/full/*.yaml", "studies/paper-tables/*.yaml")
+            for p in ROOT.glob(pattern)
+        ),
+    }
+)
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 pytestmark = pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")
+
 
 @cache
 def _study(path: str):
@@ -140,8 +155,20 @@ def _check_point(data: Mapping[str, Any], space: SearchSpace, params: Mapping[st
 
 # ---- hand-written spaces ------------------------------------------------------------------------
 # Decision order of quickstart's searched knobs (heads is fixed, so never suggested).
-QUICKSTART_ORDER = ["d_model", "layers", "g_mha", "g_ffn", "groups", "weight_sharing", "layer_sharing",
-                    "attention", "pooling", "sketch_n", "sketch_k", "lr"]
+QUICKSTART_ORDER = [
+    "d_model",
+    "layers",
+    "g_mha",
+    "g_ffn",
+    "groups",
+    "weight_sharing",
+    "layer_sharing",
+    "attention",
+    "pooling",
+    "sketch_n",
+    "sketch_k",
+    "lr",
+]
 
 
 def native_optuna_quickstart(trial) -> dict[str, Any]:
@@ -189,8 +216,21 @@ MIXED = {
     "lr": {"float": [1.0e-4, 1.0e-2], "log": True},
     "weight_decay": {"float": [0.0, 0.1], "when": {"layers": [2, 3]}},
 }
-MIXED_ORDER = ["d_model", "d_ff", "layers", "dropout", "g_mha", "attention_sharing", "qk_expansion", "pooling",
-               "sketch_n", "sketch_k", "sketch_d", "lr", "weight_decay"]
+MIXED_ORDER = [
+    "d_model",
+    "d_ff",
+    "layers",
+    "dropout",
+    "g_mha",
+    "attention_sharing",
+    "qk_expansion",
+    "pooling",
+    "sketch_n",
+    "sketch_k",
+    "sketch_d",
+    "lr",
+    "weight_decay",
+]
 
 
 def _mixed() -> SearchSpace:
@@ -273,9 +313,10 @@ def native_nni_quickstart() -> dict[str, Any]:
         "weight_sharing": _choice(True, False),
         "layer_sharing": _choice("none", "albert"),
         "attention": _choice("standard", "coupled"),
-        "pooling": _choice({"_name": "mean"},
-                           {"_name": "sketch", "sketch_n": {"_type": "randint", "_value": [2, 9]},
-                            "sketch_k": _choice(4, 8)}),
+        "pooling": _choice(
+            {"_name": "mean"},
+            {"_name": "sketch", "sketch_n": {"_type": "randint", "_value": [2, 9]}, "sketch_k": _choice(4, 8)},
+        ),
         "lr": {"_type": "loguniform", "_value": [5.0e-4, 5.0e-3]},
     }
 
@@ -289,11 +330,16 @@ def native_nni_mixed() -> dict[str, Any]:
         "g_mha": _choice(True, False),
         "attention_sharing": _choice("none", "qk", "kv"),
         "qk_expansion": {"_type": "randint", "_value": [1, 4]},  # two parents: top level
-        "pooling": _choice({"_name": "mean"}, {"_name": "attention"},
-                           {"_name": "sketch",
-                            "sketch_n": {"_type": "quniform", "_value": [2, 32, 2]},
-                            "sketch_k": {"_type": "qloguniform", "_value": [2, 32, 1]},
-                            "sketch_d": _choice(3, 7, 11, 15)}),
+        "pooling": _choice(
+            {"_name": "mean"},
+            {"_name": "attention"},
+            {
+                "_name": "sketch",
+                "sketch_n": {"_type": "quniform", "_value": [2, 32, 2]},
+                "sketch_k": {"_type": "qloguniform", "_value": [2, 32, 1]},
+                "sketch_d": _choice(3, 7, 11, 15),
+            },
+        ),
         "lr": {"_type": "loguniform", "_value": [1.0e-4, 1.0e-2]},
         "weight_decay": {"_type": "uniform", "_value": [0.0, 0.1]},  # parent is an int range: top level
     }
@@ -317,15 +363,18 @@ def test_decision_orders_are_the_ones_the_native_functions_use():
 SAMPLERS = {
     "random": (lambda seed: optuna.samplers.RandomSampler(seed=seed), 1),
     "tpe": (lambda seed: optuna.samplers.TPESampler(seed=seed, n_startup_trials=5), 1),
-    "tpe-multivariate-group": (lambda seed: optuna.samplers.TPESampler(
-        seed=seed, n_startup_trials=5, multivariate=True, group=True), 1),
+    "tpe-multivariate-group": (
+        lambda seed: optuna.samplers.TPESampler(seed=seed, n_startup_trials=5, multivariate=True, group=True),
+        1,
+    ),
     "nsga2": (lambda seed: optuna.samplers.NSGAIISampler(seed=seed, population_size=8), 2),
 }
 
 
 def _run_optuna(suggest, sampler, n_objectives: int, n_trials: int = 40, storage=None, study_name=None):
-    study = optuna.create_study(sampler=sampler, storage=storage, study_name=study_name,
-                                directions=["minimize", "maximize"][:n_objectives])
+    study = optuna.create_study(
+        sampler=sampler, storage=storage, study_name=study_name, directions=["minimize", "maximize"][:n_objectives]
+    )
     returned = []
 
     def objective(trial):
@@ -341,8 +390,7 @@ def _run_optuna(suggest, sampler, n_objectives: int, n_trials: int = 40, storage
 
 
 CASES = {
-    "quickstart": (lambda: _space(QUICKSTART), native_optuna_quickstart,
-                   lambda: _study(QUICKSTART).source["space"]),
+    "quickstart": (lambda: _space(QUICKSTART), native_optuna_quickstart, lambda: _study(QUICKSTART).source["space"]),
     "mixed": (_mixed, native_optuna_mixed, lambda: MIXED),
 }
 
@@ -394,15 +442,25 @@ def test_optuna_rdb_storage_accepts_every_trial(tmp_path, path):
     space = _space(path)
     storage = optuna.storages.RDBStorage(f"sqlite:///{tmp_path / 'study.db'}")
     if path == QUICKSTART:  # the study's seed config goes in first, as a sweep would enqueue it
-        study = optuna.create_study(storage=storage, study_name="s", directions=["minimize"],
-                                    sampler=optuna.samplers.TPESampler(seed=0, n_startup_trials=5))
+        study = optuna.create_study(
+            storage=storage,
+            study_name="s",
+            directions=["minimize"],
+            sampler=optuna.samplers.TPESampler(seed=0, n_startup_trials=5),
+        )
         baseline = _study(QUICKSTART).seed_configs["baseline"]
         study.enqueue_trial(baseline)
         study.optimize(lambda t: _objectives(optuna_suggest(space)(t))[0], n_trials=N_RDB_TRIALS)
         assert _typed(study.trials[0].params) == _typed(baseline)
     else:
-        _run_optuna(optuna_suggest(space), optuna.samplers.TPESampler(seed=0, n_startup_trials=5), 1,
-                    n_trials=N_RDB_TRIALS, storage=storage, study_name="s")
+        _run_optuna(
+            optuna_suggest(space),
+            optuna.samplers.TPESampler(seed=0, n_startup_trials=5),
+            1,
+            n_trials=N_RDB_TRIALS,
+            storage=storage,
+            study_name="s",
+        )
     reloaded = optuna.load_study(study_name="s", storage=storage)
     assert len(reloaded.trials) == N_RDB_TRIALS
     assert all(t.state == optuna.trial.TrialState.COMPLETE for t in reloaded.trials)
@@ -415,8 +473,14 @@ def test_optuna_rdb_storage_accepts_every_trial(tmp_path, path):
 def _ray_signature(domain) -> Any:
     sampler = domain.get_sampler()
     inner = getattr(sampler, "sampler", sampler)
-    return [type(domain).__name__, _typed(getattr(domain, "categories", None)), getattr(domain, "lower", None),
-            getattr(domain, "upper", None), type(inner).__name__, getattr(sampler, "q", None)]
+    return [
+        type(domain).__name__,
+        _typed(getattr(domain, "categories", None)),
+        getattr(domain, "lower", None),
+        getattr(domain, "upper", None),
+        type(inner).__name__,
+        getattr(sampler, "q", None),
+    ]
 
 
 def _ray_samples(param_space: Mapping[str, Any], seed: int, n: int) -> list[dict[str, Any]]:
@@ -477,12 +541,20 @@ def _nni_run(tuner, search_space: Mapping[str, Any], n: int, score=None) -> list
 
 # A knob whose `when:` holds for the value its parent takes where the parent itself is inactive:
 # weight_sharing is inactive (neutral false) unless g_mha or g_ffn, so dropout is then searched.
-INACTIVE_PARENT = {"g_mha": {"choice": [True, False]}, "g_ffn": {"choice": [True, False]}, "groups": 2,
-                   "weight_sharing": {"choice": [True, False]},
-                   "dropout": {"float": [0.0, 0.3], "when": {"weight_sharing": False}}}
+INACTIVE_PARENT = {
+    "g_mha": {"choice": [True, False]},
+    "g_ffn": {"choice": [True, False]},
+    "groups": 2,
+    "weight_sharing": {"choice": [True, False]},
+    "dropout": {"float": [0.0, 0.3], "when": {"weight_sharing": False}},
+}
 # A chain of conditionals: dropout only with g_lml, g_lml only with g_mha (choices nested two deep).
-TWO_DEEP = {"g_mha": {"choice": [True, False]}, "groups": 2, "g_lml": {"choice": [True, False]},
-            "dropout": {"float": [0.0, 0.3], "when": {"g_lml": True}}}
+TWO_DEEP = {
+    "g_mha": {"choice": [True, False]},
+    "groups": 2,
+    "g_lml": {"choice": [True, False]},
+    "dropout": {"float": [0.0, 0.3], "when": {"g_lml": True}},
+}
 
 
 def native_nni_inactive_parent() -> dict[str, Any]:
@@ -508,11 +580,17 @@ def native_nni_two_deep() -> dict[str, Any]:
 
 NNI_CASES = {
     "quickstart": (lambda: _space(QUICKSTART), native_nni_quickstart, lambda: _study(QUICKSTART).source["space"]),
-    "quickstart-without-redundant-when": (_quickstart_without_redundant_when, native_nni_quickstart,
-                                          lambda: _study(QUICKSTART).source["space"]),
+    "quickstart-without-redundant-when": (
+        _quickstart_without_redundant_when,
+        native_nni_quickstart,
+        lambda: _study(QUICKSTART).source["space"],
+    ),
     "mixed": (_mixed, native_nni_mixed, lambda: MIXED),
-    "inactive-parent": (lambda: SearchSpace.from_dict(INACTIVE_PARENT, "encoder"), native_nni_inactive_parent,
-                        lambda: INACTIVE_PARENT),
+    "inactive-parent": (
+        lambda: SearchSpace.from_dict(INACTIVE_PARENT, "encoder"),
+        native_nni_inactive_parent,
+        lambda: INACTIVE_PARENT,
+    ),
     "two-deep": (lambda: SearchSpace.from_dict(TWO_DEEP, "encoder"), native_nni_two_deep, lambda: TWO_DEEP),
 }
 NNI_CASE_PARAMS = list(NNI_CASES)
@@ -555,7 +633,10 @@ def test_awkward_conditionals_through_optuna_and_ray(data):
     space = SearchSpace.from_dict(data, "encoder")
     if data is INACTIVE_PARENT:  # the space itself says dropout is searched with both groupings off
         assert space.resolve({"g_mha": False, "g_ffn": False, "dropout": 0.1}).params == {
-            "g_mha": False, "g_ffn": False, "dropout": 0.1}
+            "g_mha": False,
+            "g_ffn": False,
+            "dropout": 0.1,
+        }
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
     for _ in range(30):
         _check_point(data, space, optuna_suggest(space)(study.ask()))
@@ -604,8 +685,9 @@ def _nni_size(search_space: Mapping[str, Any]) -> float:
     for spec in search_space.values():
         kind, value = spec["_type"], spec["_value"]
         if kind == "choice":
-            total *= sum(_nni_size({k: v for k, v in o.items() if k != "_name"}) if isinstance(o, Mapping) else 1
-                         for o in value)
+            total *= sum(
+                _nni_size({k: v for k, v in o.items() if k != "_name"}) if isinstance(o, Mapping) else 1 for o in value
+            )
         elif kind == "randint":
             total *= value[1] - value[0]
         else:

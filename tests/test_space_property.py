@@ -43,8 +43,12 @@ from tuners.study_check import make_task, task_family
 ROOT = Path(__file__).resolve().parents[1]
 FULL = sorted(p.stem for p in (ROOT / "studies" / "full").glob("*.yaml"))
 N_BUILD, N_COST = 500, 10  # points per family
-SETTINGS = dict(deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = dict(
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # torch.set_num_threads(1) for the module
 

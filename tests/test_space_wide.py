@@ -18,21 +18,34 @@ LIMIT_S = 120  # generous: the checks themselves take well under a second
 def validate(study: Path) -> subprocess.CompletedProcess:
     """`lwnas space validate` without costing sampled points (costs grow with widths; the check must not)."""
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    return subprocess.run(["lwnas", "space", "validate", str(study), "--samples", "0"], capture_output=True,
-                          text=True, timeout=LIMIT_S, env={**os.environ, "PATH": path}, cwd=study.parent)
+    return subprocess.run(
+        ["lwnas", "space", "validate", str(study), "--samples", "0"],
+        capture_output=True,
+        text=True,
+        timeout=LIMIT_S,
+        env={**os.environ, "PATH": path},
+        cwd=study.parent,
+    )
 
 
 def study(tmp_path: Path, space: str, extra: str = "") -> Path:
     path = tmp_path / "wide.yaml"
-    path.write_text("name: wide\ntask: digits\nobjectives: [accuracy, params]\nbudget: {trials: 2, epochs: 1}\n"
-                    f"{extra}space:\n{space}")
+    path.write_text(
+        "name: wide\ntask: digits\nobjectives: [accuracy, params]\nbudget: {trials: 2, epochs: 1}\n"
+        f"{extra}space:\n{space}"
+    )
     return path
 
 
 def test_wide_int_ranges_validate_without_enumerating(tmp_path):
     # as wide as the knobs' limits allow (d_model 65,536, d_ff 262,144, layers 256): 34 billion points
-    result = validate(study(tmp_path, "  d_model: {int: [16, 65536], step: 16}\n  heads: {choice: [1, 2]}\n"
-                                      "  d_ff: {int: [16, 262144], step: 16}\n  layers: {int: [1, 256]}\n"))
+    result = validate(
+        study(
+            tmp_path,
+            "  d_model: {int: [16, 65536], step: 16}\n  heads: {choice: [1, 2]}\n"
+            "  d_ff: {int: [16, 262144], step: 16}\n  layers: {int: [1, 256]}\n",
+        )
+    )
     assert result.returncode == 0, result.stderr
     assert "34,359,738,368 discrete combinations" in result.stderr, result.stderr
 
@@ -62,8 +75,12 @@ def test_huge_values_in_seed_configs_are_quoted_truncated(tmp_path):
     assert result.returncode == 2 and "seed_configs.s.d_model: 'xxxx" in result.stderr, result.stderr[:2000]
     assert len(result.stderr) < 5000, len(result.stderr)
     # an alias bomb (10**9 leaves): refused by the loader or quoted truncated, never printed whole
-    anchors = "x0: &x0 [" + ", ".join(["lol"] * 10) + "]\n" + "".join(
-        f"x{i}: &x{i} [" + ", ".join([f"*x{i - 1}"] * 10) + "]\n" for i in range(1, 9))
+    anchors = (
+        "x0: &x0 ["
+        + ", ".join(["lol"] * 10)
+        + "]\n"
+        + "".join(f"x{i}: &x{i} [" + ", ".join([f"*x{i - 1}"] * 10) + "]\n" for i in range(1, 9))
+    )
     result = validate(study(tmp_path, space, extra=anchors + "seed_configs:\n  s: {d_model: *x8}\n  t: *x8\n"))
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[:2000]
     assert len(result.stderr) < 5000, len(result.stderr)

@@ -11,9 +11,14 @@ from tuners import constraints
 from tuners.constraints import StaticCosts
 from tuners.study_check import make_task, task_family
 
-STUDY = {"name": "costs", "task": "digits", "objectives": ["accuracy", "params"],
-         "constraints": {"params": {"max": 5000}}, "budget": {"trials": 4, "epochs": 1},
-         "space": {"d_model": {"choice": [16, 32]}, "heads": 2, "layers": 1, "lr": {"float": [1e-3, 4e-3]}}}
+STUDY = {
+    "name": "costs",
+    "task": "digits",
+    "objectives": ["accuracy", "params"],
+    "constraints": {"params": {"max": 5000}},
+    "budget": {"trials": 4, "epochs": 1},
+    "space": {"d_model": {"choice": [16, 32]}, "heads": 2, "layers": 1, "lr": {"float": [1e-3, 4e-3]}},
+}
 
 
 @pytest.mark.parametrize("kept", [1, constraints.REPORTS_KEPT])
@@ -21,8 +26,10 @@ def test_costs_equal_the_cost_model_for_repeated_and_new_architectures(monkeypat
     monkeypatch.setattr(constraints, "REPORTS_KEPT", kept)  # 1: every other point evicts the last report
     study = study_from_dict(STUDY, task_family=task_family)
     static = StaticCosts(study, make_task(study))
-    points = [study.space.resolve({"d_model": d, "lr": lr}) for d, lr in
-              ((16, 1e-3), (16, 3e-3), (32, 2e-3), (16, 4e-3), (32, 1e-3))]
+    points = [
+        study.space.resolve({"d_model": d, "lr": lr})
+        for d, lr in ((16, 1e-3), (16, 3e-3), (32, 2e-3), (16, 4e-3), (32, 1e-3))
+    ]
     verdicts = [static.evaluate(p.config) for p in points]
     for point, verdict in zip(points, verdicts):
         report = cost(static.adapt(point.config), memory=False)
@@ -43,8 +50,9 @@ def test_latency_is_measured_once_per_architecture(monkeypatch):
         return measure(config, settings)
 
     monkeypatch.setattr(constraints, "latency_costs", counted)
-    study = study_from_dict({**STUDY, "objectives": ["accuracy", "latency"], "constraints": {}},
-                            task_family=task_family)
+    study = study_from_dict(
+        {**STUDY, "objectives": ["accuracy", "latency"], "constraints": {}}, task_family=task_family
+    )
     static = StaticCosts(study, make_task(study))
     points = [study.space.resolve({"d_model": d, "lr": lr}) for d, lr in ((16, 1e-3), (16, 3e-3), (32, 2e-3))]
     verdicts = [static.evaluate(p.config) for p in points]

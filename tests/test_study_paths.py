@@ -53,7 +53,7 @@ def test_a_missing_data_file_is_a_located_error(tmp_path):
     study.write_text(docs_features_study())
     env = proc_env(tmp_path)
     rc, out = run_proc(["lwnas", "space", "validate", str(study)], ROOT, env, tmp_path / "validate.log", 120)
-    line = next(i for i, l in enumerate(docs_features_study().splitlines(), 1) if l.startswith("task_options"))
+    line = next(i for i, text in enumerate(docs_features_study().splitlines(), 1) if text.startswith("task_options"))
     assert rc == 2, out
     assert f"error {study}:{line}: task_options.path: no such file or directory: {tmp_path / 'my-data.npz'}" in out
     assert "Traceback" not in out, out
@@ -61,15 +61,23 @@ def test_a_missing_data_file_is_a_located_error(tmp_path):
 
 def test_validating_a_folder_shows_each_file_on_stderr(tmp_path):
     for name in ("one", "two"):
-        (tmp_path / f"{name}.yaml").write_text((ROOT / "studies/quickstart.yaml").read_text()
-                                               .replace("name: quickstart", f"name: {name}"))
-    done = subprocess.run([str(Path(sys.executable).parent / "lwnas"), "space", "validate", str(tmp_path),
-                           "--samples", "2"], capture_output=True, text=True, timeout=300)
+        (tmp_path / f"{name}.yaml").write_text(
+            (ROOT / "studies/quickstart.yaml").read_text().replace("name: quickstart", f"name: {name}")
+        )
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "lwnas"), "space", "validate", str(tmp_path), "--samples", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0 and done.stdout == "", done.stderr
     lines = done.stderr.splitlines()
     assert [line.split(":")[0] for line in lines if not line.startswith("Token")] == [
-        f"checking [1/2] {tmp_path / 'one.yaml'}", f"ok {tmp_path / 'one.yaml'}",
-        f"checking [2/2] {tmp_path / 'two.yaml'}", f"ok {tmp_path / 'two.yaml'}"], done.stderr
+        f"checking [1/2] {tmp_path / 'one.yaml'}",
+        f"ok {tmp_path / 'one.yaml'}",
+        f"checking [2/2] {tmp_path / 'two.yaml'}",
+        f"ok {tmp_path / 'two.yaml'}",
+    ], done.stderr
 
 
 def test_a_configuration_names_its_task_and_data_relative_to_itself(tmp_path):
@@ -77,14 +85,19 @@ def test_a_configuration_names_its_task_and_data_relative_to_itself(tmp_path):
     folder.mkdir()
     write_data(folder / "my-data.npz")
     config = folder / "small.yaml"
-    config.write_text("family: encoder\nd_model: 16\nheads: 2\ntask: features\ntask_options: {path: my-data.npz}\n"
-                      "training: {epochs: 1, threads: 1}\n")
+    config.write_text(
+        "family: encoder\nd_model: 16\nheads: 2\ntask: features\ntask_options: {path: my-data.npz}\n"
+        "training: {epochs: 1, threads: 1}\n"
+    )
     env = proc_env(tmp_path)
-    rc, out = run_proc(["lwnas", "train", str(config), "-o", str(tmp_path / "run")], tmp_path, env,
-                       tmp_path / "train.log", 300)
+    rc, out = run_proc(
+        ["lwnas", "train", str(config), "-o", str(tmp_path / "run")], tmp_path, env, tmp_path / "train.log", 300
+    )
     assert rc == 0, out[-3000:]
     (folder / "my-data.npz").unlink()
-    rc, out = run_proc(["lwnas", "train", str(config), "-o", str(tmp_path / "run")], tmp_path, env,
-                       tmp_path / "train.log", 300)
-    assert rc == 2 and f"error {config}: task_options.path: no such file or directory: {folder / 'my-data.npz'}" \
-        in out, out
+    rc, out = run_proc(
+        ["lwnas", "train", str(config), "-o", str(tmp_path / "run")], tmp_path, env, tmp_path / "train.log", 300
+    )
+    assert (
+        rc == 2 and f"error {config}: task_options.path: no such file or directory: {folder / 'my-data.npz'}" in out
+    ), out

@@ -27,8 +27,11 @@ from tuners.constraints import StaticCosts
 from tuners.storage import record_of
 from tuners.study_check import make_task, task_family
 
-COMPLETE, FAIL, PRUNED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL,
-                          optuna.trial.TrialState.PRUNED)
+COMPLETE, FAIL, PRUNED = (
+    optuna.trial.TrialState.COMPLETE,
+    optuna.trial.TrialState.FAIL,
+    optuna.trial.TrialState.PRUNED,
+)
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 STUDY = """\
@@ -51,12 +54,31 @@ space:
 """
 
 
-def write_study(directory: Path, name: str, *, task: str = "digits", trials: int = 4, epochs: int = 2,
-                scheduler: str = "none", max_params: float = 1.0e9, d_models=(16, 32),
-                seed_configs: dict | None = None, lr_low: float = 1.0e-3, **task_options) -> Path:
-    text = STUDY.format(name=name, task=task, trials=trials, epochs=epochs, scheduler=scheduler,
-                        max_params=max_params, d_models=list(d_models), lr_low=f"{lr_low:.1e}",
-                        seed_configs=json.dumps(seed_configs or {}))
+def write_study(
+    directory: Path,
+    name: str,
+    *,
+    task: str = "digits",
+    trials: int = 4,
+    epochs: int = 2,
+    scheduler: str = "none",
+    max_params: float = 1.0e9,
+    d_models=(16, 32),
+    seed_configs: dict | None = None,
+    lr_low: float = 1.0e-3,
+    **task_options,
+) -> Path:
+    text = STUDY.format(
+        name=name,
+        task=task,
+        trials=trials,
+        epochs=epochs,
+        scheduler=scheduler,
+        max_params=max_params,
+        d_models=list(d_models),
+        lr_low=f"{lr_low:.1e}",
+        seed_configs=json.dumps(seed_configs or {}),
+    )
     if task_options:
         text += f"task_options: {json.dumps(task_options)}\n"
     path = directory / f"{name}.yaml"
@@ -103,8 +125,15 @@ def sqlite_sweep(tmp_path_factory) -> Swept:
     name, budget, epochs = "sq", 4, 2
     probe = write_study(workdir, name, d_models=(16, 32, 128))
     limit = (params_of_d_model(probe, 32) + params_of_d_model(probe, 128)) // 2  # d_model 128 breaks it
-    study = write_study(workdir, name, trials=budget, epochs=epochs, max_params=limit, d_models=(16, 32, 128),
-                        seed_configs={"small": {"d_model": 16, "lr": 0.003}, "too-big": {"d_model": 128, "lr": 0.003}})
+    study = write_study(
+        workdir,
+        name,
+        trials=budget,
+        epochs=epochs,
+        max_params=limit,
+        d_models=(16, 32, 128),
+        seed_configs={"small": {"d_model": 16, "lr": 0.003}, "too-big": {"d_model": 128, "lr": 0.003}},
+    )
     swept = sweep(workdir, study, f"sqlite:///{workdir / 'lwnas.db'}", name, budget, epochs)
     swept.limit = limit
     return swept
@@ -115,8 +144,9 @@ def test_sqlite_sweep_spends_its_budget_and_prints_the_front(sqlite_sweep):
     counted = [t for t in s.trials.values() if outcome(t) in COUNTED]
     assert len(counted) == s.budget, summary(s.trials)
     assert all(t.state == COMPLETE and outcome(t) == "complete" for t in counted), summary(s.trials)
-    assert not [t for t in s.trials.values() if t.state in (optuna.trial.TrialState.RUNNING,
-                                                            optuna.trial.TrialState.WAITING)]
+    assert not [
+        t for t in s.trials.values() if t.state in (optuna.trial.TrialState.RUNNING, optuna.trial.TrialState.WAITING)
+    ]
     assert "Pareto front of sq" in s.output, s.output[-3000:]
     for hint in ("lwnas status sq", "lwnas export sq", "lwnas dashboard", "optuna.load_study"):
         assert hint in s.output, s.output[-3000:]
@@ -174,8 +204,13 @@ def test_optuna_load_study_reads_a_normal_study(sqlite_sweep):
 def test_export_then_train_reproduces_the_recorded_value(sqlite_sweep):
     s = sqlite_sweep
     out_dir = s.workdir / "exported"
-    rc, out = run_proc(["lwnas", "export", s.name, "--trials", "pareto", "--storage", s.url, "-o", str(out_dir)],
-                       s.workdir, s.env, s.workdir / "export.log", timeout=120)
+    rc, out = run_proc(
+        ["lwnas", "export", s.name, "--trials", "pareto", "--storage", s.url, "-o", str(out_dir)],
+        s.workdir,
+        s.env,
+        s.workdir / "export.log",
+        timeout=120,
+    )
     assert rc == 0, out
     front = {t.number for t in optuna.load_study(study_name=s.name, storage=s.url).best_trials}
     files = sorted(out_dir.glob("*.yaml"))
@@ -192,16 +227,26 @@ def test_export_then_train_reproduces_the_recorded_value(sqlite_sweep):
     assert cost(load_config_file(exported).config, memory=False).params == recorded.costs["params"]
 
     run_dir = s.workdir / "full-run"  # no --task, no --seed: the file carries both
-    rc, out = run_proc(["lwnas", "train", str(exported), "-o", str(run_dir)],
-                       s.workdir, s.env, s.workdir / "train.log", timeout=300)
+    rc, out = run_proc(
+        ["lwnas", "train", str(exported), "-o", str(run_dir)], s.workdir, s.env, s.workdir / "train.log", timeout=300
+    )
     assert rc == 0, out[-3000:]
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["params"] == recorded.costs["params"]
-    assert metrics["val"]["accuracy"] == record_of(s.trials[number]).epochs[-1]["val_accuracy"] == s.trials[number].values[0]
+    assert (
+        metrics["val"]["accuracy"]
+        == record_of(s.trials[number]).epochs[-1]["val_accuracy"]
+        == s.trials[number].values[0]
+    )
     assert load_config_file(run_dir / "config.yaml").config.to_dict() == recorded.config
 
-    rc, out = run_proc(["lwnas", "train", str(exported), "--task", "shapes-vqa", "-o", str(run_dir)],
-                       s.workdir, s.env, s.workdir / "train-other.log", timeout=120)
+    rc, out = run_proc(
+        ["lwnas", "train", str(exported), "--task", "shapes-vqa", "-o", str(run_dir)],
+        s.workdir,
+        s.env,
+        s.workdir / "train-other.log",
+        timeout=120,
+    )
     assert rc == 2 and "--task: is 'shapes-vqa' but" in out and "trained on task 'digits'" in out, out
 
 
@@ -213,8 +258,10 @@ def test_exporting_an_infeasible_trial_is_refused_unless_asked_for(sqlite_sweep)
     rc, out = run_proc(args, s.workdir, s.env, s.workdir / "export-infeasible.log", timeout=120)
     assert rc == 1 and not out_dir.exists(), out
     errors = [line for line in out.splitlines() if line.startswith("error")]
-    assert errors == [f"error trial(s) {number} are infeasible (they break the study's constraints and were never "
-                      "trained); export them anyway with --infeasible"], out
+    assert errors == [
+        f"error trial(s) {number} are infeasible (they break the study's constraints and were never "
+        "trained); export them anyway with --infeasible"
+    ], out
     rc, out = run_proc([*args, "--infeasible"], s.workdir, s.env, s.workdir / "export-infeasible.log", timeout=120)
     assert rc == 0, out
     meta = yaml.safe_load(next(out_dir.glob("*.yaml")).read_text())
@@ -253,8 +300,9 @@ def test_mo_asha_stops_trials_early_and_records_them_pruned(tmp_path):
     # One architecture and learning rates from hopeless to good: at each rung the static costs tie,
     # so promotion goes by accuracy and the slow learners are stopped.
     name, budget, epochs = "asha", 8, 4
-    study = write_study(tmp_path, name, trials=budget, epochs=epochs, scheduler="mo-asha", d_models=(16,),
-                        lr_low=1.0e-5)
+    study = write_study(
+        tmp_path, name, trials=budget, epochs=epochs, scheduler="mo-asha", d_models=(16,), lr_low=1.0e-5
+    )
     s = sweep(tmp_path, study, f"sqlite:///{tmp_path / 'lwnas.db'}", name, budget, epochs)
     pruned = [t for t in s.trials.values() if t.state == PRUNED]
     assert pruned, summary(s.trials)
@@ -275,10 +323,21 @@ def test_a_trial_that_raises_or_diverges_fails_alone(tmp_path):
     # Ray's workers must both import it from there
     shutil.copy(ROOT / "tests" / "plugins" / "cursed_task.py", tmp_path / "cursed_task.py")
     name, budget = "cursed", 4
-    study = write_study(tmp_path, name, task="cursed_task:CursedDigits", trials=budget, epochs=2,
-                        d_models=(16, 24, 32), raise_d_model=16, nan_d_model=24,
-                        seed_configs={"raises": {"d_model": 16, "lr": 0.003}, "nan": {"d_model": 24, "lr": 0.003},
-                                      "fine": {"d_model": 32, "lr": 0.003}})
+    study = write_study(
+        tmp_path,
+        name,
+        task="cursed_task:CursedDigits",
+        trials=budget,
+        epochs=2,
+        d_models=(16, 24, 32),
+        raise_d_model=16,
+        nan_d_model=24,
+        seed_configs={
+            "raises": {"d_model": 16, "lr": 0.003},
+            "nan": {"d_model": 24, "lr": 0.003},
+            "fine": {"d_model": 32, "lr": 0.003},
+        },
+    )
     s = sweep(tmp_path, study, f"sqlite:///{tmp_path / 'lwnas.db'}", name, budget, 2)
     by_seed = {t.user_attrs.get("seed_config"): t for t in s.trials.values()}
     raised, nan, fine = by_seed["raises"], by_seed["nan"], by_seed["fine"]
@@ -293,11 +352,15 @@ def test_a_trial_that_raises_or_diverges_fails_alone(tmp_path):
     assert all(outcome(t) == "complete" for t in counted if t.params["d_model"] == 32), summary(s.trials)
     # the terminal: one line per failed trial with its reason and the log file; no traceback
     assert "Traceback" not in s.output and "Trials did not complete" not in s.output, s.output[-4000:]
-    raised_line = re.search(rf"trial {raised.number} failed \(RuntimeError: cursed plugin: d_model 16 raises; "
-                            r"full log: (\S+sweep\.log)\)", s.output)
+    raised_line = re.search(
+        rf"trial {raised.number} failed \(RuntimeError: cursed plugin: d_model 16 raises; "
+        r"full log: (\S+sweep\.log)\)",
+        s.output,
+    )
     assert raised_line, s.output[-4000:]
-    assert re.search(rf"trial {nan.number} failed \(training failed in epoch 1: non-finite loss.*; full log: ",
-                     s.output), s.output[-4000:]
+    assert re.search(
+        rf"trial {nan.number} failed \(training failed in epoch 1: non-finite loss.*; full log: ", s.output
+    ), s.output[-4000:]
     log = Path(raised_line[1]).read_text()
     assert "Traceback (most recent call last)" in log and "cursed plugin: d_model 16 raises" in log
     assert f"trial {nan.number} failed: training failed in epoch 1" in log

@@ -37,11 +37,29 @@ from pathlib import Path
 
 import optuna
 import pytest
-from sweep_procs import (COUNTED, PG_URL, SWEEP_TIMEOUT, TINY_STUDY, free_port, kill_session, outcome, postgres_or_skip,
-                         proc_env, read_trials, run_proc, start_proc, states_sqlite, tail, wait_for)
+from sweep_procs import (
+    COUNTED,
+    PG_URL,
+    SWEEP_TIMEOUT,
+    TINY_STUDY,
+    free_port,
+    kill_session,
+    outcome,
+    postgres_or_skip,
+    proc_env,
+    read_trials,
+    run_proc,
+    start_proc,
+    states_sqlite,
+    tail,
+    wait_for,
+)
 
-RUNNING, COMPLETE, WAITING = (optuna.trial.TrialState.RUNNING, optuna.trial.TrialState.COMPLETE,
-                              optuna.trial.TrialState.WAITING)
+RUNNING, COMPLETE, WAITING = (
+    optuna.trial.TrialState.RUNNING,
+    optuna.trial.TrialState.COMPLETE,
+    optuna.trial.TrialState.WAITING,
+)
 
 STUDY = TINY_STUDY
 
@@ -55,6 +73,7 @@ def _write_study(directory: Path, name: str, trials: int, epochs: int) -> Path:
 @dataclass
 class Started:
     """A local `lwnas sweep` on SQLite, started in a session of its own."""
+
     proc: subprocess.Popen
     db: Path
     url: str
@@ -71,15 +90,21 @@ def _start_sweep(directory: Path, name: str, trials: int, epochs: int) -> Starte
 
 
 # ---- checks shared by the kill and the Ctrl-C scenarios ------------------------------------------
-def _check_resumed(before: dict[int, optuna.trial.FrozenTrial], after: dict[int, optuna.trial.FrozenTrial],
-                   budget: int) -> list[int]:
+def _check_resumed(
+    before: dict[int, optuna.trial.FrozenTrial], after: dict[int, optuna.trial.FrozenTrial], budget: int
+) -> list[int]:
     """What must hold after a stopped sweep was resumed to its end; returns the interrupted numbers."""
     finished = [n for n, t in before.items() if t.state == COMPLETE]
     interrupted = [n for n, t in before.items() if t.state == RUNNING]
     for n in finished:  # finished trials are kept as they were, not re-run
         b, a = before[n], after[n]
-        assert (a.state, a.values, a.params, a.datetime_start, a.datetime_complete) == \
-               (b.state, b.values, b.params, b.datetime_start, b.datetime_complete), f"trial {n} changed"
+        assert (a.state, a.values, a.params, a.datetime_start, a.datetime_complete) == (
+            b.state,
+            b.values,
+            b.params,
+            b.datetime_start,
+            b.datetime_complete,
+        ), f"trial {n} changed"
         assert a.user_attrs == b.user_attrs, f"trial {n}'s record changed"
     for n in interrupted:  # each trial that was running is marked and re-queued exactly once
         assert after[n].state == optuna.trial.TrialState.FAIL, after[n]
@@ -88,13 +113,16 @@ def _check_resumed(before: dict[int, optuna.trial.FrozenTrial], after: dict[int,
         assert len(reruns) == 1, f"trial {n} was re-queued {len(reruns)} times: {[t.number for t in reruns]}"
         # the re-run keeps every value the interrupted trial had drawn; a driver killed between Optuna's ask
         # and its last suggestion leaves a trial with part of its params, and the re-run draws the rest
-        assert reruns[0].number > n and after[n].params.items() <= reruns[0].params.items(), \
-            (after[n].params, reruns[0].params)
+        assert reruns[0].number > n and after[n].params.items() <= reruns[0].params.items(), (
+            after[n].params,
+            reruns[0].params,
+        )
         assert outcome(reruns[0]) in COUNTED
     requeued_from = [t.user_attrs["requeued_from"] for t in after.values() if "requeued_from" in t.user_attrs]
     assert sorted(requeued_from) == sorted(interrupted), "a trial that had not been interrupted was re-queued"
-    assert not [n for n, t in after.items() if t.state in (RUNNING, WAITING)], \
-        {n: t.state.name for n, t in after.items()}
+    assert not [n for n, t in after.items() if t.state in (RUNNING, WAITING)], {
+        n: t.state.name for n, t in after.items()
+    }
     counted = [n for n, t in after.items() if outcome(t) in COUNTED]
     assert len(counted) == budget, {n: (t.state.name, outcome(t)) for n, t in after.items()}
     assert len(after) == budget + len(interrupted)  # nothing but the budget and the re-runs
@@ -139,6 +167,7 @@ def killed_and_resumed(tmp_path_factory) -> Stopped:
     started = _start_sweep(tmp, name, trials=budget, epochs=15)  # ~3-5 s per trial once Ray is up
     proc, db, url, env, log = started.proc, started.db, started.url, started.env, started.log
     try:
+
         def ready():
             states = states_sqlite(db, name)
             done = sum(s == "COMPLETE" for s in states.values())
@@ -151,8 +180,9 @@ def killed_and_resumed(tmp_path_factory) -> Stopped:
         kill_session(proc)  # Ray's workers sit in process groups of their own
     before = read_trials(url, name)
     states = {n: t.state.name for n, t in before.items()}
-    assert sum(t.state == COMPLETE for t in before.values()) >= 2 and \
-           any(t.state == RUNNING for t in before.values()), states
+    assert sum(t.state == COMPLETE for t in before.values()) >= 2 and any(
+        t.state == RUNNING for t in before.values()
+    ), states
     rc, resume_output = run_proc(["lwnas", "resume", name, "--storage", url], tmp, env, tmp / "resume.log")
     assert rc == 0, resume_output[-4000:]
     after = read_trials(url, name)
@@ -163,14 +193,20 @@ def test_kill9_then_resume_keeps_finished_trials_and_requeues_running_ones(kille
     s = killed_and_resumed
     interrupted = _check_resumed(s.before, s.after, s.budget)
     assert interrupted
-    assert f"re-queued trials interrupted by the last driver: {sorted(interrupted)}" in s.resume_output, \
+    assert f"re-queued trials interrupted by the last driver: {sorted(interrupted)}" in s.resume_output, (
         s.resume_output[-3000:]
+    )
 
     # lwnas status reads the same record
-    rc, out = run_proc(["lwnas", "status", s.name, "--storage", s.url, "--json"], s.workdir, s.env,
-                   s.workdir / "status.log", timeout=120)
+    rc, out = run_proc(
+        ["lwnas", "status", s.name, "--storage", s.url, "--json"],
+        s.workdir,
+        s.env,
+        s.workdir / "status.log",
+        timeout=120,
+    )
     assert rc == 0, out
-    status = json.loads(out[out.index("{"):])
+    status = json.loads(out[out.index("{") :])
     assert status["outcomes"] == {"complete": s.budget, "interrupted": len(interrupted)}, status
     assert status["trials"] == s.budget + len(interrupted)
 
@@ -187,8 +223,9 @@ def test_resume_proposes_new_points(killed_and_resumed):
     if not fresh:
         pytest.skip("the kill came so late that the resume only re-ran interrupted trials")
     replayed = _replayed_points(s.after)
-    assert not replayed, (f"trials re-train the params of earlier trials {replayed}: "
-                          + "; ".join(f"{n}: {s.after[n].params}" for n in replayed))
+    assert not replayed, f"trials re-train the params of earlier trials {replayed}: " + "; ".join(
+        f"{n}: {s.after[n].params}" for n in replayed
+    )
 
 
 # ---- 2. Ctrl-C ---------------------------------------------------------------------------------------
@@ -197,6 +234,7 @@ def test_ctrl_c_stops_the_sweep_and_resume_finishes_it(tmp_path):
     started = _start_sweep(tmp_path, name, trials=budget, epochs=15)
     proc, db, url, env, log = started.proc, started.db, started.url, started.env, started.log
     try:
+
         def ready():
             states = states_sqlite(db, name).values()
             return "COMPLETE" in states and "RUNNING" in states
@@ -251,41 +289,83 @@ def test_sweep_on_two_ray_nodes_with_postgres_storage(tmp_path):
     # given an explicit --address does not; the cluster here runs without it on every process.
     env = proc_env(tmp_path, RAY_AUTH_MODE="disabled")
     env.pop("RAY_ADDRESS")
-    node_args = ["--num-cpus=1", "--node-ip-address=127.0.0.1", f"--temp-dir={ray_tmp}", "--disable-usage-stats",
-                 "--block"]
+    node_args = [
+        "--num-cpus=1",
+        "--node-ip-address=127.0.0.1",
+        f"--temp-dir={ray_tmp}",
+        "--disable-usage-stats",
+        "--block",
+    ]
     started: list[subprocess.Popen] = []
     try:
         head_log, worker_log = tmp_path / "head.log", tmp_path / "worker.log"
-        started.append(start_proc(["ray", "start", "--head", f"--port={port}", "--include-dashboard=false", *node_args],
-                              tmp_path, env, head_log))
-        wait_for(lambda: "Ray runtime started" in head_log.read_text(errors="replace"), 180, "Ray head",
-                  started[0], head_log)
+        started.append(
+            start_proc(
+                ["ray", "start", "--head", f"--port={port}", "--include-dashboard=false", *node_args],
+                tmp_path,
+                env,
+                head_log,
+            )
+        )
+        wait_for(
+            lambda: "Ray runtime started" in head_log.read_text(errors="replace"), 180, "Ray head", started[0], head_log
+        )
         started.append(start_proc(["ray", "start", f"--address={address}", *node_args], tmp_path, env, worker_log))
-        wait_for(lambda: "Ray runtime started" in worker_log.read_text(errors="replace"), 180,
-                  "second Ray node", started[1], worker_log)
-        rc, out = run_proc([sys.executable, "-c", _NODES_SCRIPT, address, "120"], tmp_path, env,
-                       tmp_path / "nodes.log", timeout=180)
+        wait_for(
+            lambda: "Ray runtime started" in worker_log.read_text(errors="replace"),
+            180,
+            "second Ray node",
+            started[1],
+            worker_log,
+        )
+        rc, out = run_proc(
+            [sys.executable, "-c", _NODES_SCRIPT, address, "120"], tmp_path, env, tmp_path / "nodes.log", timeout=180
+        )
         found = re.search(r"^NODES (.*)$", out, re.M)
         assert rc == 0 and found, out[-3000:]
         nodes = json.loads(found.group(1))
         assert len(nodes) == 2, f"the cluster has {len(nodes)} alive nodes: {nodes}"
 
-        rc, out = run_proc(["lwnas", "sweep", str(study), "--address", address, "--storage", PG_URL,
-                        "--name", name, "--trials", str(budget), "--max-concurrent", "2"],
-                       tmp_path, env, tmp_path / "sweep.log")
+        rc, out = run_proc(
+            [
+                "lwnas",
+                "sweep",
+                str(study),
+                "--address",
+                address,
+                "--storage",
+                PG_URL,
+                "--name",
+                name,
+                "--trials",
+                str(budget),
+                "--max-concurrent",
+                "2",
+            ],
+            tmp_path,
+            env,
+            tmp_path / "sweep.log",
+        )
         assert rc == 0, out[-4000:]
         trials = read_trials(PG_URL, name)
         assert len(trials) == budget
-        assert all(t.state == COMPLETE and outcome(t) == "complete" for t in trials.values()), \
-            {n: (t.state.name, outcome(t), t.user_attrs.get("failure")) for n, t in trials.items()}
+        assert all(t.state == COMPLETE and outcome(t) == "complete" for t in trials.values()), {
+            n: (t.state.name, outcome(t), t.user_attrs.get("failure")) for n, t in trials.items()
+        }
         ran_on = {n: t.user_attrs.get("node") for n, t in trials.items()}
         assert all(ran_on.values()), f"trials without the Ray node they ran on: {ran_on}"
         assert set(ran_on.values()) <= set(nodes), (ran_on, nodes)
         assert set(ran_on.values()) == set(nodes), f"every trial ran on one node: {ran_on} (nodes {nodes})"
         # one CPU per node and two trials at a time: the two nodes trained at the same time
-        overlapping = [(a, b) for a in trials.values() for b in trials.values()
-                       if ran_on[a.number] != ran_on[b.number] and a.number < b.number
-                       and a.datetime_start < b.datetime_complete and b.datetime_start < a.datetime_complete]
+        overlapping = [
+            (a, b)
+            for a in trials.values()
+            for b in trials.values()
+            if ran_on[a.number] != ran_on[b.number]
+            and a.number < b.number
+            and a.datetime_start < b.datetime_complete
+            and b.datetime_start < a.datetime_complete
+        ]
         assert overlapping, {n: (ran_on[n], t.datetime_start, t.datetime_complete) for n, t in trials.items()}
     finally:
         for proc in reversed(started):

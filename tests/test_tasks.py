@@ -7,8 +7,7 @@ import torch
 from searchspace import ArchConfig, ConfigError
 from trainers import cost
 from trainers.loop import StopTraining, TrainingError, TrainSettings, train
-from trainers.tasks import Task, adapt_config, resolve_task
-from trainers.tasks import scene_captions, scenes
+from trainers.tasks import Task, adapt_config, resolve_task, scene_captions, scenes
 
 SMALL = dict(d_model=32, heads=4, layers=1, dropout=0.0)
 QUICK = TrainSettings(epochs=3, batch_size=32, lr=3e-3, warmup_epochs=0.5, seed=0)
@@ -24,8 +23,9 @@ CASES = {
 def test_family_trains_on_its_task_and_loss_falls(name):
     knobs, options = CASES[name]
     seen = []
-    result = train(ArchConfig.from_dict(knobs), resolve_task(name, **options), QUICK, callback=seen.append,
-                   progress=False)
+    result = train(
+        ArchConfig.from_dict(knobs), resolve_task(name, **options), QUICK, callback=seen.append, progress=False
+    )
     losses = [r["train_loss"] for r in result.history]
     assert losses[-1] < losses[0], losses
     assert [r["epoch"] for r in seen] == [1, 2, 3]
@@ -37,8 +37,7 @@ def test_family_trains_on_its_task_and_loss_falls(name):
 
 
 def test_radix_captions_decode_to_the_right_words():
-    cfg = adapt_config(ArchConfig.from_dict(dict(family="ort", **SMALL, radix_base=64)),
-                       resolve_task("scene-captions"))
+    cfg = adapt_config(ArchConfig.from_dict(dict(family="ort", **SMALL, radix_base=64)), resolve_task("scene-captions"))
     from searchspace import build_model
 
     model = build_model(cfg)
@@ -92,8 +91,13 @@ def test_callback_can_stop_training_early():
     def stop_after_first(report):
         raise StopTraining
 
-    result = train(ArchConfig.from_dict(dict(family="encoder", **SMALL)), resolve_task("digits"), QUICK,
-                   callback=stop_after_first, progress=False)
+    result = train(
+        ArchConfig.from_dict(dict(family="encoder", **SMALL)),
+        resolve_task("digits"),
+        QUICK,
+        callback=stop_after_first,
+        progress=False,
+    )
     assert len(result.history) == 1
 
 
@@ -112,8 +116,12 @@ def test_features_task_loads_a_file_the_test_writes(tmp_path, with_tokens):
     assert task.family == ("mcan" if with_tokens else "encoder")
     data = task.load()
     assert sum(len(s["labels"]) for s in data.values()) == n
-    result = train(ArchConfig.from_dict(dict(family=task.family, **SMALL)), task,
-                   TrainSettings(epochs=2, batch_size=32, lr=3e-3), progress=False)
+    result = train(
+        ArchConfig.from_dict(dict(family=task.family, **SMALL)),
+        task,
+        TrainSettings(epochs=2, batch_size=32, lr=3e-3),
+        progress=False,
+    )
     assert result.history[-1]["train_loss"] < result.history[0]["train_loss"]
 
 
@@ -141,6 +149,7 @@ def test_generated_data_is_deterministic_and_cached(tmp_path, monkeypatch):
     again = resolve_task("shapes-vqa", train_size=64).load()
     assert torch.equal(first["train"]["question"], again["train"]["question"])
     from trainers.tasks.shapes_vqa import generate
+
     assert torch.equal(generate(64, 1000)["regions"], first["train"]["regions"])
 
 

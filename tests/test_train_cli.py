@@ -14,8 +14,9 @@ runner = CliRunner()
 
 def test_train_then_evaluate_reproduces_the_metric(tmp_path):
     config = tmp_path / "digits.yaml"
-    config.write_text("family: encoder\nd_model: 32\nheads: 4\nlayers: 1\n"
-                      "training:\n  epochs: 2\n  batch_size: 64\n  lr: 0.003\n")
+    config.write_text(
+        "family: encoder\nd_model: 32\nheads: 4\nlayers: 1\ntraining:\n  epochs: 2\n  batch_size: 64\n  lr: 0.003\n"
+    )
     out = tmp_path / "run"
     result = runner.invoke(app, ["train", str(config), "--task", "digits", "--out", str(out), "--seed", "3"])
     assert result.exit_code == 0, result.output

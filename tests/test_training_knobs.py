@@ -14,12 +14,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from sweep_procs import lwnas
 
 from searchspace.errors import ConfigError
 from searchspace.training import TRAINING, TRAINING_DEFAULTS, TRAINING_KNOBS
 from trainers.loop import TrainSettings
-
-from sweep_procs import lwnas
 
 REPO = Path(__file__).resolve().parents[1]
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -37,8 +36,11 @@ BAD = [
 
 def study_with(*lines: str) -> str:
     """A small valid study but for its `training` section, whose first line is line 5."""
-    return ("task: digits\nobjectives: [accuracy, params]\nbudget: {trials: 2, epochs: 1}\ntraining:\n"
-            + "".join(f"  {line}\n" for line in lines) + "space:\n  d_model: {choice: [16, 32]}\n")
+    return (
+        "task: digits\nobjectives: [accuracy, params]\nbudget: {trials: 2, epochs: 1}\ntraining:\n"
+        + "".join(f"  {line}\n" for line in lines)
+        + "space:\n  d_model: {choice: [16, 32]}\n"
+    )
 
 
 def assert_refused(result: subprocess.CompletedProcess, file: str, line: int, key: str, *words: str) -> None:
@@ -61,7 +63,9 @@ def test_sweep_refuses_bad_training_values_before_ray_starts(tmp_path):
     (tmp_path / "study.yaml").write_text(text)
     result = lwnas(tmp_path, "sweep", "study.yaml", "--storage", f"sqlite:///{tmp_path / 'lwnas.db'}")
     assert_refused(result, "study.yaml", 5, "threads", "got 'many'")
-    assert "study.yaml:6: training.grad_clip: must be a finite number >= 0 (0 turns clipping off), got -3" in result.stderr
+    assert (
+        "study.yaml:6: training.grad_clip: must be a finite number >= 0 (0 turns clipping off), got -3" in result.stderr
+    )
     assert "Ray" not in result.stderr and not (tmp_path / "lwnas.db").exists()
 
 
@@ -78,8 +82,14 @@ def test_train_settings_are_built_from_the_table():
     assert fields == {k.name: k.default for k in TRAINING}
     assert TRAINING_DEFAULTS == {k: fields[k] for k in TRAINING_KNOBS}
     for line, key, rule, _ in BAD:
-        value = {"many": "many", "-3": -3, "0": 0, ".nan": math.nan, "cosine-restarts": "cosine-restarts",
-                 "true": True}[line.split(": ")[1]]
+        value = {
+            "many": "many",
+            "-3": -3,
+            "0": 0,
+            ".nan": math.nan,
+            "cosine-restarts": "cosine-restarts",
+            "true": True,
+        }[line.split(": ")[1]]
         with pytest.raises(ConfigError, match=re.escape(f"{key}: {rule}")):
             TrainSettings(**{key: value})
     with pytest.raises(ConfigError) as info:  # every problem at once, unknown keys included
@@ -92,5 +102,10 @@ def test_docs_table_lists_every_training_knob_with_its_default():
     for knob in TRAINING:
         assert knob.name in rows, f"docs/tasks.md has no row for `{knob.name}`"
         shown = rows[knob.name].strip().strip("`")
-        assert shown == ("null" if knob.default is None else str(knob.default).lower() if isinstance(knob.default, bool)
-                         else str(knob.default)), (knob.name, shown)
+        assert shown == (
+            "null"
+            if knob.default is None
+            else str(knob.default).lower()
+            if isinstance(knob.default, bool)
+            else str(knob.default)
+        ), (knob.name, shown)

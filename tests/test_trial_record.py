@@ -77,8 +77,13 @@ def test_the_plan_is_one_attribute_and_the_per_field_layout_still_reads(swept):
         record = record_of(t)
         # the layout lwnas wrote before the `plan` attribute: each planned field an attribute of its own
         per_field = {k: v for k, v in t.user_attrs.items() if k != keys.PLAN} | t.user_attrs[keys.PLAN]
-        old = optuna.trial.create_trial(params=t.params, distributions=t.distributions, values=t.values,
-                                        user_attrs=per_field, constraints=t.constraints)
+        old = optuna.trial.create_trial(
+            params=t.params,
+            distributions=t.distributions,
+            values=t.values,
+            user_attrs=per_field,
+            constraints=t.constraints,
+        )
         assert record_of(old).for_worker() | {"number": t.number} == record.for_worker() and record.planned
 
 
@@ -92,10 +97,16 @@ def test_epochs_are_stored_one_key_each(swept):
 
 
 # what a worker must never call again: the driver resolved, adapted and costed the point already
-SECOND_DERIVATION = [("searchspace.study", "study_from_dict"), ("searchspace.study", "load_study"),
-                     ("searchspace.space", "SearchSpace.resolve"), ("trainers.cost", "cost"),
-                     ("trainers.loop", "cost"), ("trainers.loop", "adapt_config"),
-                     ("trainers.tasks.base", "adapt_config"), ("trainers.tasks", "adapt_config")]
+SECOND_DERIVATION = [
+    ("searchspace.study", "study_from_dict"),
+    ("searchspace.study", "load_study"),
+    ("searchspace.space", "SearchSpace.resolve"),
+    ("trainers.cost", "cost"),
+    ("trainers.loop", "cost"),
+    ("trainers.loop", "adapt_config"),
+    ("trainers.tasks.base", "adapt_config"),
+    ("trainers.tasks", "adapt_config"),
+]
 
 
 def forbid_second_derivation(monkeypatch) -> list[str]:
@@ -105,6 +116,7 @@ def forbid_second_derivation(monkeypatch) -> list[str]:
         def call(*args, **kwargs):
             calls.append(name)
             raise AssertionError(f"the worker called {name}: a second derivation of its trial")
+
         return call
 
     for module, name in SECOND_DERIVATION:
@@ -138,8 +150,11 @@ def test_the_worker_trains_its_record_without_a_second_resolution(swept, monkeyp
     assert reports[-1]["val_accuracy"] == trial.values[0]  # the sweep's value, reproduced from the record alone
     assert all(r["params"] == record.costs["params"] for r in reports)
     built = keys.plain(reports[0][BUILT])
-    assert (built["config"], built["training"], built["params"]) == (record.config, record.training,
-                                                                     record.costs["params"])
+    assert (built["config"], built["training"], built["params"]) == (
+        record.config,
+        record.training,
+        record.costs["params"],
+    )
     # the guard works: the path that does adapt and cost (`lwnas train`) trips it
     with pytest.raises(AssertionError, match="second derivation"):
         train(ArchConfig.from_dict(record.config), resolve_task("digits"), progress=False)
@@ -154,8 +169,10 @@ def test_a_record_missing_a_planned_field_is_refused():
 
 
 # ---- a study written by an earlier lwnas -------------------------------------------------------------
-OLD_EPOCHS = [{"epoch": 1, "val_accuracy": 0.25, "train_loss": 2.1, "wall_time": 1.0},
-              {"epoch": 2, "val_accuracy": 0.5, "train_loss": 1.4, "wall_time": 2.0}]
+OLD_EPOCHS = [
+    {"epoch": 1, "val_accuracy": 0.25, "train_loss": 2.1, "wall_time": 1.0},
+    {"epoch": 2, "val_accuracy": 0.5, "train_loss": 1.4, "wall_time": 2.0},
+]
 
 
 def write_old_study(url: str, name: str) -> None:
@@ -171,20 +188,38 @@ def write_old_study(url: str, name: str) -> None:
     with warnings.catch_warnings():  # experimental in Optuna, and what lwnas sweep calls too
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         ot.set_metric_names(["accuracy", "params"])
-    for key, value in {keys.STUDY_SPEC: spec, keys.STUDY_OBJECTIVES: [["accuracy", "maximize"],
-                       ["params", "minimize"]], keys.STUDY_VERSION: "0.1.0"}.items():
+    for key, value in {
+        keys.STUDY_SPEC: spec,
+        keys.STUDY_OBJECTIVES: [["accuracy", "maximize"], ["params", "minimize"]],
+        keys.STUDY_VERSION: "0.1.0",
+    }.items():
         ot.set_user_attr(key, value)
     for d_model in (16, 32):
         params = {"d_model": d_model, "lr": 0.003}
         config = static.adapt(study.space.resolve(params).config)
         costs = static.evaluate(config).costs
-        ot.add_trial(optuna.trial.create_trial(
-            params=params, values=[OLD_EPOCHS[-1]["val_accuracy"], costs["params"]],
-            distributions={"d_model": optuna.distributions.CategoricalDistribution([16, 32]),
-                           "lr": optuna.distributions.FloatDistribution(1e-3, 5e-3, log=True)},
-            user_attrs=keys.plain({keys.CONFIG: config.to_dict(), keys.TRAINING: {"lr": 0.003}, keys.COSTS: costs,
-                                   keys.EPOCHS: OLD_EPOCHS, keys.OUTCOME: "complete", keys.BUDGET_USED: 2,
-                                   keys.WALL_TIME: 2.0, keys.HOST: "old-host"})))
+        ot.add_trial(
+            optuna.trial.create_trial(
+                params=params,
+                values=[OLD_EPOCHS[-1]["val_accuracy"], costs["params"]],
+                distributions={
+                    "d_model": optuna.distributions.CategoricalDistribution([16, 32]),
+                    "lr": optuna.distributions.FloatDistribution(1e-3, 5e-3, log=True),
+                },
+                user_attrs=keys.plain(
+                    {
+                        keys.CONFIG: config.to_dict(),
+                        keys.TRAINING: {"lr": 0.003},
+                        keys.COSTS: costs,
+                        keys.EPOCHS: OLD_EPOCHS,
+                        keys.OUTCOME: "complete",
+                        keys.BUDGET_USED: 2,
+                        keys.WALL_TIME: 2.0,
+                        keys.HOST: "old-host",
+                    }
+                ),
+            )
+        )
 
 
 def test_a_study_written_the_old_way_still_reads(tmp_path):
@@ -203,8 +238,13 @@ def test_a_study_written_the_old_way_still_reads(tmp_path):
     assert exported.returncode == 0, exported.stderr
     meta = yaml.safe_load((tmp_path / "out" / "old-trial-0001.yaml").read_text())
     # completed from the recorded study as its driver did: seed = study seed + number, threads, budget epochs
-    assert meta["task"] == "digits" and meta["training"] == {"threads": 1, "batch_size": 64, "lr": 0.003,
-                                                             "epochs": 2, "seed": 1}
+    assert meta["task"] == "digits" and meta["training"] == {
+        "threads": 1,
+        "batch_size": 64,
+        "lr": 0.003,
+        "epochs": 2,
+        "seed": 1,
+    }
 
 
 def test_the_dashboard_tabulates_the_records_a_sweep_stored(swept):

@@ -117,8 +117,9 @@ def test_the_inner_sampler_sees_at_most_the_window():
 
 
 def rows(trials) -> list[str]:
-    return sorted(repr((t.state, t.values, t.params, t.distributions, t.constraints, t.intermediate_values))
-                  for t in trials)
+    return sorted(
+        repr((t.state, t.values, t.params, t.distributions, t.constraints, t.intermediate_values)) for t in trials
+    )
 
 
 def test_the_front_stays_in_view():
@@ -128,9 +129,14 @@ def test_the_front_stays_in_view():
     seen = {tuple(t.values) for t in sampler.seen_trials() if t.state == TrialState.COMPLETE}
     front = front_values(study)
     assert front <= seen  # every front point is in view, also those older than the window
+
     def recent(last):
-        return {tuple(study.trials[n].values) for n in finished_numbers(study, last)
-                if study.trials[n].state == TrialState.COMPLETE}
+        return {
+            tuple(study.trials[n].values)
+            for n in finished_numbers(study, last)
+            if study.trials[n].state == TrialState.COMPLETE
+        }
+
     assert recent(15) <= seen <= front | recent(15 + sampler.slack)  # the window, and the front beside it
 
 
@@ -212,13 +218,16 @@ space: {{d_model: {{choice: [32, 64]}}, layers: {{int: [1, 2]}}}}
 """
 
 
-@pytest.mark.parametrize("tuner, window", [
-    ("{sampler: tpe}", DEFAULT_SAMPLER_WINDOW["tpe"]),
-    ("{sampler: gp}", DEFAULT_SAMPLER_WINDOW["gp"]),
-    ("{sampler: gp, sampler_window: 300}", 300),
-    ("{sampler: tpe, sampler_window: all}", None),
-    ("{sampler: nsga2}", None),
-])
+@pytest.mark.parametrize(
+    "tuner, window",
+    [
+        ("{sampler: tpe}", DEFAULT_SAMPLER_WINDOW["tpe"]),
+        ("{sampler: gp}", DEFAULT_SAMPLER_WINDOW["gp"]),
+        ("{sampler: gp, sampler_window: 300}", 300),
+        ("{sampler: tpe, sampler_window: all}", None),
+        ("{sampler: nsga2}", None),
+    ],
+)
 def test_the_study_sets_the_window_and_storage_records_it(tmp_path, tuner, window):
     study = loads_study(STUDY.format(tuner=tuner))
     assert study.tuner.window() == window
@@ -226,15 +235,20 @@ def test_the_study_sets_the_window_and_storage_records_it(tmp_path, tuner, windo
     assert isinstance(sampler, WindowedSampler) == (window is not None)
     if window is not None:
         assert sampler.window == window
-    ot_study = open_study_storage(study, SweepOptions(storage=f"sqlite:///{tmp_path / 's.db'}"), False,
-                                  keys.open_storage(f"sqlite:///{tmp_path / 's.db'}", create=True))
+    ot_study = open_study_storage(
+        study,
+        SweepOptions(storage=f"sqlite:///{tmp_path / 's.db'}"),
+        False,
+        keys.open_storage(f"sqlite:///{tmp_path / 's.db'}", create=True),
+    )
     assert ot_study.user_attrs[keys.STUDY_SAMPLER_WINDOW] == window
 
 
 def test_the_sweep_searcher_drives_a_windowed_tpe(tmp_path):
     """lwnas's driver path (Ray's Searcher interface, no Ray): asks two ahead, infeasible points told at once."""
-    from searchspace.study import load_study
     from test_sweep import params_of_d_model, write_study
+
+    from searchspace.study import load_study
     from tuners.constraints import StaticCosts
     from tuners.searcher import StudySearcher
     from tuners.study_check import make_task, task_family
@@ -268,7 +282,13 @@ def test_the_sweep_searcher_drives_a_windowed_tpe(tmp_path):
 def front_values(study: optuna.Study) -> set[tuple[float, ...]]:
     """Values of the non-dominated feasible COMPLETE trials (as minimisation: directions applied)."""
     signs = [1 if d == optuna.study.StudyDirection.MINIMIZE else -1 for d in study.directions]
-    feasible = [tuple(s * v for s, v in zip(signs, t.values)) for t in study.trials
-                if t.state == TrialState.COMPLETE and all(c <= 0 for c in t.constraints.values())]
-    return {tuple(s * v for s, v in zip(signs, p)) for p in feasible
-            if not any(all(a <= b for a, b in zip(o, p)) and o != p for o in feasible)}
+    feasible = [
+        tuple(s * v for s, v in zip(signs, t.values))
+        for t in study.trials
+        if t.state == TrialState.COMPLETE and all(c <= 0 for c in t.constraints.values())
+    ]
+    return {
+        tuple(s * v for s, v in zip(signs, p))
+        for p in feasible
+        if not any(all(a <= b for a, b in zip(o, p)) and o != p for o in feasible)
+    }

@@ -17,8 +17,13 @@ from .tasks import Task, resolve_task
 from .tasks.base import DATA_SEED
 
 
-def save_run(result: TrainResult, out: Path, task_options: dict[str, Any], provenance: dict | None = None,
-             task: str | None = None) -> dict:
+def save_run(
+    result: TrainResult,
+    out: Path,
+    task_options: dict[str, Any],
+    provenance: dict | None = None,
+    task: str | None = None,
+) -> dict:
     """Write ``checkpoint.pt``, ``metrics.json`` and ``config.yaml`` (the exact configuration used).
 
     ``task`` is the reference the task was resolved from (a plugin's ``package.module:Class``), which
@@ -26,9 +31,17 @@ def save_run(result: TrainResult, out: Path, task_options: dict[str, Any], prove
     """
     out.mkdir(parents=True, exist_ok=True)
     metrics = {**result.summary(), "history": result.history}
-    torch.save({"config": result.config.to_dict(), "task": task or result.task, "task_options": task_options,
-                "settings": result.settings.to_dict(), "state_dict": result.model.state_dict(),
-                "metrics": metrics}, out / "checkpoint.pt")
+    torch.save(
+        {
+            "config": result.config.to_dict(),
+            "task": task or result.task,
+            "task_options": task_options,
+            "settings": result.settings.to_dict(),
+            "state_dict": result.model.state_dict(),
+            "metrics": metrics,
+        },
+        out / "checkpoint.pt",
+    )
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     metadata = {"training": result.settings.to_dict()}
     if provenance:
@@ -57,9 +70,11 @@ def load_run(path: Path, device: str = "auto", data: Path | None = None) -> tupl
     except (OSError, ValueError) as exc:
         if isinstance(exc, LwnasError):
             raise
-        raise CheckpointError(f"cannot load the data of task {ckpt['task']!r} for {path}: {exc}; pass "
-                              f"--data with the data file (the checkpoint keeps the absolute path `lwnas train` "
-                              f"read it from)") from None
+        raise CheckpointError(
+            f"cannot load the data of task {ckpt['task']!r} for {path}: {exc}; pass "
+            f"--data with the data file (the checkpoint keeps the absolute path `lwnas train` "
+            f"read it from)"
+        ) from None
     return model.to(dev).eval(), task, ckpt
 
 
@@ -72,8 +87,10 @@ def load_model(path: Path) -> tuple[torch.nn.Module, dict]:
         model.load_state_dict(ckpt["state_dict"])
     except RuntimeError as exc:  # missing, unexpected or mis-shaped weights
         detail = " ".join(str(exc).split())
-        raise CheckpointError(f"{path}: its weights do not match its configuration ({shorten(detail, 300)}); "
-                              f"was the file edited? Train the configuration again with `lwnas train`") from None
+        raise CheckpointError(
+            f"{path}: its weights do not match its configuration ({shorten(detail, 300)}); "
+            f"was the file edited? Train the configuration again with `lwnas train`"
+        ) from None
     return model.eval(), ckpt
 
 
@@ -85,18 +102,23 @@ def _read_checkpoint(path: Path) -> dict[str, Any]:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - empty, truncated, random bytes: torch, zipfile and pickle all differ
         reason = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CheckpointError(f"{path} is not a readable checkpoint ({shorten(reason, 200)}); is it truncated "
-                              f"or another file? Point at the checkpoint.pt that `lwnas train` wrote") from None
-    missing = [k for k in ("config", "task", "task_options", "settings", "state_dict")
-               if not isinstance(ckpt, dict) or k not in ckpt]
+        raise CheckpointError(
+            f"{path} is not a readable checkpoint ({shorten(reason, 200)}); is it truncated "
+            f"or another file? Point at the checkpoint.pt that `lwnas train` wrote"
+        ) from None
+    missing = [
+        k
+        for k in ("config", "task", "task_options", "settings", "state_dict")
+        if not isinstance(ckpt, dict) or k not in ckpt
+    ]
     if missing:
-        raise CheckpointError(f"{path} is not a checkpoint written by `lwnas train` (it lacks "
-                              f"{', '.join(missing)})")
+        raise CheckpointError(f"{path} is not a checkpoint written by `lwnas train` (it lacks {', '.join(missing)})")
     return ckpt
 
 
-def evaluate_checkpoint(path: Path, split: str = "test", device: str = "auto",
-                        data: Path | None = None) -> dict[str, float]:
+def evaluate_checkpoint(
+    path: Path, split: str = "test", device: str = "auto", data: Path | None = None
+) -> dict[str, float]:
     """The metrics of a checkpoint's model on one split of its task's data."""
     if split not in SPLITS:
         raise CheckpointError(f"--split must be one of {', '.join(SPLITS)}, got {shown(split)}")

@@ -156,16 +156,19 @@ MEMORY_PROBE_LIMIT = 8 << 30
 def _check_probe_size(params: int, map_bytes: int) -> None:
     floor = 8 * params + map_bytes  # fp32 weights + gradients, and the maps a forward keeps
     if floor > MEMORY_PROBE_LIMIT:
-        raise CostError(f"peak memory is not measured: one forward + backward needs at least {floor / 2**30:,.1f} GiB "
-                        f"({params:,} parameters with gradients, plus attention maps), over the "
-                        f"{MEMORY_PROBE_LIMIT >> 30} GiB limit of the memory probe")
+        raise CostError(
+            f"peak memory is not measured: one forward + backward needs at least {floor / 2**30:,.1f} GiB "
+            f"({params:,} parameters with gradients, plus attention maps), over the "
+            f"{MEMORY_PROBE_LIMIT >> 30} GiB limit of the memory probe"
+        )
 
 
 COUNTERS = ("formula", "trace")
 
 
-def cost(config: ArchConfig | dict, memory: bool = True, device: str | torch.device = "cpu",
-         counter: str = "formula") -> CostReport:
+def cost(
+    config: ArchConfig | dict, memory: bool = True, device: str | torch.device = "cpu", counter: str = "formula"
+) -> CostReport:
     """Static costs of ``config``.
 
     Parameters, MAdds and attention-map bytes come from a meta-device model (shapes only, nothing
@@ -188,8 +191,9 @@ def cost(config: ArchConfig | dict, memory: bool = True, device: str | torch.dev
         madds = sum(by_child.values())
     else:
         madds, by_child, attention, map_bytes = _traced_counts(model)
-    report = CostReport(params, params_breakdown, madds, _madds_breakdown(model, by_child, attention),
-                        attention_map_bytes=map_bytes)
+    report = CostReport(
+        params, params_breakdown, madds, _madds_breakdown(model, by_child, attention), attention_map_bytes=map_bytes
+    )
     if memory:
         _check_probe_size(params, map_bytes)
         model = model.to_empty(device=device).train()

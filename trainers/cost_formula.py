@@ -23,8 +23,18 @@ from collections import Counter
 
 from torch import nn
 
-from searchspace.layers import (AttentionPool, CoupledAttention, DecoderLayer, EncoderLayer, FeedForward,
-                                GroupedLinear, MeanPool, MultiHeadAttention, SharedStack, SketchPool)
+from searchspace.layers import (
+    AttentionPool,
+    CoupledAttention,
+    DecoderLayer,
+    EncoderLayer,
+    FeedForward,
+    GroupedLinear,
+    MeanPool,
+    MultiHeadAttention,
+    SharedStack,
+    SketchPool,
+)
 from searchspace.models import MCAN, ORT, ArchModel, EncoderClassifier, Retrieval
 
 
@@ -55,8 +65,9 @@ class FormulaCount:
                 raise TypeError(f"no MAdds formula for stack layer {type(layer).__name__}")
             self.by_child[child] += ffn_madds(layer.ffn, tokens)
 
-    def attention_call(self, child: str, attn: MultiHeadAttention, tq: int, tk: int, self_attention: bool,
-                       relation: bool = False) -> None:
+    def attention_call(
+        self, child: str, attn: MultiHeadAttention, tq: int, tk: int, self_attention: bool, relation: bool = False
+    ) -> None:
         madds, map_numel = attention_costs(attn, tq, tk, self_attention, relation)
         self.by_child[child] += madds
         self.attention += madds
@@ -88,8 +99,9 @@ def pool_madds(pool: nn.Module, tokens: int) -> int:
     raise TypeError(f"no MAdds formula for pooling {type(pool).__name__}")
 
 
-def attention_costs(attn: MultiHeadAttention, tq: int, tk: int, self_attention: bool,
-                    relation: bool = False) -> tuple[int, int]:
+def attention_costs(
+    attn: MultiHeadAttention, tq: int, tk: int, self_attention: bool, relation: bool = False
+) -> tuple[int, int]:
     """(MAdds, attention-map elements) of one ``MultiHeadAttention`` call, Q from tq tokens, K/V from tk."""
     sharing = attn.attention_sharing
     if sharing == "qk":  # one projection for Q and K; self-attention reuses Q as K (ACORT Fig. 6)
@@ -166,8 +178,9 @@ def formula_count(model: ArchModel) -> FormulaCount:
     """MAdds (per top-level child, attention share) and attention-map bytes of one forward at batch 1."""
     formula = FAMILY_FORMULAS.get(type(model))
     if formula is None:
-        raise TypeError(f"no MAdds formula for model {type(model).__name__}; add one to FAMILY_FORMULAS "
-                        f"in trainers/cost_formula.py")
+        raise TypeError(
+            f"no MAdds formula for model {type(model).__name__}; add one to FAMILY_FORMULAS in trainers/cost_formula.py"
+        )
     count = FormulaCount(element_size=next(model.parameters()).element_size())
     formula(model, count)
     return count

@@ -49,8 +49,10 @@ def check_device(device: str) -> torch.device:
     if device not in DEVICES:
         raise LatencyError(f"latency device must be one of {', '.join(DEVICES)}, got {device!r}")
     if device == "cuda" and not torch.cuda.is_available():
-        raise LatencyError("latency device `cuda` was asked for, but torch sees no CUDA GPU on this machine "
-                           f"({socket.gethostname()}); measure on `cpu` or run where a GPU is")
+        raise LatencyError(
+            "latency device `cuda` was asked for, but torch sees no CUDA GPU on this machine "
+            f"({socket.gethostname()}); measure on `cpu` or run where a GPU is"
+        )
     return torch.device(device)
 
 
@@ -116,8 +118,13 @@ def measure_latency(model: torch.nn.Module, batch: int, device: str = "cpu", thr
         torch.set_num_threads(before)
     mean = statistics.fmean(times)
     cv = statistics.stdev(times) / mean if len(times) > 1 and mean > 0 else 0.0
-    return Latency(batch=batch, ms=statistics.median(times) * 1e3, cv=cv, repeats=len(times),
-                   device=describe_device(device, threads))
+    return Latency(
+        batch=batch,
+        ms=statistics.median(times) * 1e3,
+        cv=cv,
+        repeats=len(times),
+        device=describe_device(device, threads),
+    )
 
 
 def config_latencies(config, batches: list[int], device: str = "cpu", threads: int = 1) -> list[Latency]:

@@ -61,10 +61,14 @@ TrainSettings = make_dataclass(
     "TrainSettings",
     [(k.name, k.type if k.default is not None else k.type | None, field(default=k.default)) for k in TRAINING],
     frozen=True,
-    namespace={"__module__": __name__,
-               "__doc__": "Training hyperparameters (the ``training`` section of a configuration file).",
-               "__post_init__": _check_settings, "from_dict": classmethod(_settings_from_dict),
-               "to_dict": lambda self: asdict(self)})
+    namespace={
+        "__module__": __name__,
+        "__doc__": "Training hyperparameters (the ``training`` section of a configuration file).",
+        "__post_init__": _check_settings,
+        "from_dict": classmethod(_settings_from_dict),
+        "to_dict": lambda self: asdict(self),
+    },
+)
 
 
 @dataclass
@@ -81,8 +85,15 @@ class TrainResult:
     model: torch.nn.Module = field(repr=False)
 
     def summary(self) -> dict[str, Any]:
-        return {"task": self.task, "params": self.params, "madds": self.madds, "wall_time": round(self.wall_time, 2),
-                "epochs_run": len(self.history), "val": self.val, "test": self.test}
+        return {
+            "task": self.task,
+            "params": self.params,
+            "madds": self.madds,
+            "wall_time": round(self.wall_time, 2),
+            "epochs_run": len(self.history),
+            "val": self.val,
+            "test": self.test,
+        }
 
 
 def resolve_device(name: str) -> torch.device:
@@ -114,9 +125,14 @@ def lr_lambda(settings: TrainSettings, steps_per_epoch: int) -> Callable[[int], 
     return factor
 
 
-def train(config: ArchConfig, task: Task, settings: TrainSettings | None = None,
-          callback: Callable[[dict[str, Any]], None] | None = None, progress: bool = True,
-          data: dict | None = None) -> TrainResult:
+def train(
+    config: ArchConfig,
+    task: Task,
+    settings: TrainSettings | None = None,
+    callback: Callable[[dict[str, Any]], None] | None = None,
+    progress: bool = True,
+    data: dict | None = None,
+) -> TrainResult:
     """Train ``config`` on ``task`` after fitting it to the task's input sizes (``lwnas train``).
 
     Args:
@@ -134,9 +150,15 @@ def train(config: ArchConfig, task: Task, settings: TrainSettings | None = None,
     return fit(config, task, settings, callback, progress, data, madds=cost(config, memory=False).madds)
 
 
-def fit(config: ArchConfig, task: Task, settings: TrainSettings | None = None,
-        callback: Callable[[dict[str, Any]], None] | None = None, progress: bool = True,
-        data: dict | None = None, madds: int | None = None) -> TrainResult:
+def fit(
+    config: ArchConfig,
+    task: Task,
+    settings: TrainSettings | None = None,
+    callback: Callable[[dict[str, Any]], None] | None = None,
+    progress: bool = True,
+    data: dict | None = None,
+    madds: int | None = None,
+) -> TrainResult:
     """Train exactly ``config`` (already fitted to ``task``): a sweep's worker trains its trial record so.
 
     Each epoch's report carries ``params``, counted on the model this call built, and ``madds`` as given
@@ -172,7 +194,9 @@ def fit(config: ArchConfig, task: Task, settings: TrainSettings | None = None,
                     with autocast:
                         loss = task.loss(model, batch)
                     if not torch.isfinite(loss):
-                        raise TrainingError(epoch, f"non-finite loss ({loss.item()}) at step {seen // settings.batch_size + 1}")
+                        raise TrainingError(
+                            epoch, f"non-finite loss ({loss.item()}) at step {seen // settings.batch_size + 1}"
+                        )
                     optimizer.zero_grad(set_to_none=True)
                     loss.backward()
                     if settings.grad_clip:
@@ -187,14 +211,25 @@ def fit(config: ArchConfig, task: Task, settings: TrainSettings | None = None,
             train_loss = total / seen
             first_loss = first_loss or train_loss
             if train_loss > settings.divergence_factor * first_loss:
-                raise TrainingError(epoch, f"diverging: train loss {train_loss:.4g} is over "
-                                           f"{settings.divergence_factor:g}x the first epoch's {first_loss:.4g}")
+                raise TrainingError(
+                    epoch,
+                    f"diverging: train loss {train_loss:.4g} is over "
+                    f"{settings.divergence_factor:g}x the first epoch's {first_loss:.4g}",
+                )
             model.eval()
             val = task.evaluate(model, data["val"])
             elapsed = time.perf_counter() - t0
-            report = {"epoch": epoch, "train_loss": train_loss, **{f"val_{k}": v for k, v in val.items()},
-                      "lr": scheduler.get_last_lr()[0], "epoch_time": elapsed, "samples_per_s": seen / elapsed,
-                      "wall_time": time.perf_counter() - start, "params": params, "madds": madds}
+            report = {
+                "epoch": epoch,
+                "train_loss": train_loss,
+                **{f"val_{k}": v for k, v in val.items()},
+                "lr": scheduler.get_last_lr()[0],
+                "epoch_time": elapsed,
+                "samples_per_s": seen / elapsed,
+                "wall_time": time.perf_counter() - start,
+                "params": params,
+                "madds": madds,
+            }
             history.append(report)
             bar.end(report, task.metric)
             if callback:
@@ -208,8 +243,9 @@ def fit(config: ArchConfig, task: Task, settings: TrainSettings | None = None,
     model.eval()
     test = task.evaluate(model, data["test"])
     val = {k[4:]: v for k, v in history[-1].items() if k.startswith("val_")}
-    return TrainResult(config, settings, task.name, history, val, test, params, madds,
-                       time.perf_counter() - start, model)
+    return TrainResult(
+        config, settings, task.name, history, val, test, params, madds, time.perf_counter() - start, model
+    )
 
 
 class _EpochProgress:
@@ -222,8 +258,14 @@ class _EpochProgress:
         if self.tty:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-            self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                     TimeRemainingColumn(), TextColumn("loss {task.fields[loss]:.4f}"), transient=True)
+            self.progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                TextColumn("loss {task.fields[loss]:.4f}"),
+                transient=True,
+            )
             self.progress.start()
 
     def start(self, epoch: int, epochs: int) -> None:
@@ -238,9 +280,11 @@ class _EpochProgress:
         if self.progress:
             self.progress.remove_task(self.bar)
         if self.enabled:
-            line = (f"{self.task} epoch {report['epoch']}: train_loss {report['train_loss']:.4f}  "
-                    f"val_{metric} {report.get('val_' + metric, float('nan')):.4f}  {report['epoch_time']:.1f}s  "
-                    f"{report['samples_per_s']:.0f} samples/s")
+            line = (
+                f"{self.task} epoch {report['epoch']}: train_loss {report['train_loss']:.4f}  "
+                f"val_{metric} {report.get('val_' + metric, float('nan')):.4f}  {report['epoch_time']:.1f}s  "
+                f"{report['samples_per_s']:.0f} samples/s"
+            )
             print(line, file=sys.stderr, flush=True)
 
     def close(self) -> None:

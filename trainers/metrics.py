@@ -14,7 +14,7 @@ def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
 
 
 def _ngrams(seq: Sequence[int], n: int) -> Counter:
-    return Counter(tuple(seq[i:i + n]) for i in range(len(seq) - n + 1))
+    return Counter(tuple(seq[i : i + n]) for i in range(len(seq) - n + 1))
 
 
 def corpus_bleu(hypotheses: Sequence[Sequence[int]], references: Sequence[Sequence[int]], max_n: int = 4) -> float:

@@ -38,7 +38,7 @@ class Figure:
     half_unit: float
 
     @classmethod
-    def parse(cls, text: str | int | float) -> "Figure":
+    def parse(cls, text: str | int | float) -> Figure:
         match = _FIGURE.match(str(text))
         if not match:
             raise ValueError(f"a published figure looks like '44.1M' or '2.58G', got {text!r}")
@@ -88,6 +88,13 @@ def compare(config: ArchConfig, report: CostReport, reference: dict) -> list[Com
     rows = []
     for metric in ("params", "madds"):
         for scope, text in (reference.get(metric) or {}).items():
-            rows.append(Comparison(metric, scope, Figure.parse(text), scoped_value(config, report, metric, scope),
-                                   asserted=metric not in inconsistent))
+            rows.append(
+                Comparison(
+                    metric,
+                    scope,
+                    Figure.parse(text),
+                    scoped_value(config, report, metric, scope),
+                    asserted=metric not in inconsistent,
+                )
+            )
     return rows

@@ -9,8 +9,8 @@ Why the last driver ended (``lwnas:ended``) is what ``lwnas status`` shows.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from enum import Enum
+from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
 
 import optuna
@@ -25,7 +25,7 @@ class BudgetError(LwnasError, ValueError):
     exit_code = 2
 
 
-class Ended(str, Enum):
+class Ended(StrEnum):
     """Why a sweep's driver ended; stored as its plain value in ``lwnas:ended``."""
 
     BUDGET = "budget"  # every place in the budget used
@@ -38,7 +38,7 @@ class Ended(str, Enum):
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def budget_in_force(ot_study: optuna.Study, study: Study) -> int:
@@ -60,8 +60,10 @@ def raise_budget(ot_study: optuna.Study, study: Study, new: int, counted: int) -
     """Set the budget to ``new`` trials (it only grows) and record the change; None when it is unchanged."""
     old = budget_in_force(ot_study, study)
     if new < old:
-        raise BudgetError(f"--trials must be at least the study's budget ({old} trials): `lwnas resume --trials N` "
-                          f"grows a sweep to N trials in all, it never shrinks one (got {new})")
+        raise BudgetError(
+            f"--trials must be at least the study's budget ({old} trials): `lwnas resume --trials N` "
+            f"grows a sweep to N trials in all, it never shrinks one (got {new})"
+        )
     if new == old:
         return None
     change = {"from": old, "to": new, "at": now(), "counted": counted}
@@ -71,8 +73,9 @@ def raise_budget(ot_study: optuna.Study, study: Study, new: int, counted: int) -
 
 
 def record_end(ot_study: optuna.Study, reason: Ended, detail: str, counted: int) -> None:
-    ot_study.set_user_attr(keys.STUDY_ENDED, {"reason": reason.value, "detail": detail, "at": now(),
-                                              "counted": counted})
+    ot_study.set_user_attr(
+        keys.STUDY_ENDED, {"reason": reason.value, "detail": detail, "at": now(), "counted": counted}
+    )
 
 
 def ended(ot_study: optuna.Study) -> dict[str, Any] | None:

@@ -29,7 +29,6 @@ from . import optuna_tables as t
 from .read_since import OPEN, ReadSince
 
 
-
 class TrialReader:
     """All trials of one study, then only what changed since the previous ``read``."""
 
@@ -51,8 +50,11 @@ class TrialReader:
     def _read_optuna(self) -> list[tuple[int, FrozenTrial]]:
         everything = self.storage.get_all_trials(self.study_id, deepcopy=False)
         # copies: an in-memory storage changes its own objects, and self.since keeps them to compare
-        return [(tr.number, copy.deepcopy(tr)) for tr in everything
-                if tr.number > self.since.max_trial_id or tr.number in self.since.open]
+        return [
+            (tr.number, copy.deepcopy(tr))
+            for tr in everything
+            if tr.number > self.since.max_trial_id or tr.number in self.since.open
+        ]
 
     # ---- bulk SQL -----------------------------------------------------------------------------------
     def _read_sql(self) -> list[tuple[int, FrozenTrial]]:
@@ -61,25 +63,46 @@ class TrialReader:
             wanted = or_(wanted, *(t.trials.c.trial_id.in_(ids) for ids in self.since.open_chunks()))
         scope = select(t.trials.c.trial_id).where(t.trials.c.study_id == self.study_id, wanted)
         with self.engine.connect() as conn, conn.begin():  # one short read transaction
-            rows = conn.execute(select(t.trials).where(t.trials.c.trial_id.in_(scope))
-                                .order_by(t.trials.c.trial_id)).all()
-            parts = {name: _grouped(conn.execute(select(*columns).where(columns[0].in_(scope))).all())
-                     for name, columns in _PARTS.items()}
+            rows = conn.execute(
+                select(t.trials).where(t.trials.c.trial_id.in_(scope)).order_by(t.trials.c.trial_id)
+            ).all()
+            parts = {
+                name: _grouped(conn.execute(select(*columns).where(columns[0].in_(scope))).all())
+                for name, columns in _PARTS.items()
+            }
         empty: tuple = ()
-        return [(row.trial_id, _frozen(row, *(parts[name].get(row.trial_id, empty) for name in _PARTS))) for row in rows]
+        return [
+            (row.trial_id, _frozen(row, *(parts[name].get(row.trial_id, empty) for name in _PARTS))) for row in rows
+        ]
 
 
 # per table: trial_id first, then the columns a FrozenTrial needs, in the order _frozen unpacks them
 _PARTS = {
-    "values": (t.trial_values.c.trial_id, t.trial_values.c.objective, t.trial_values.c.value,
-               t.trial_values.c.value_type),
-    "params": (t.trial_params.c.trial_id, t.trial_params.c.param_id, t.trial_params.c.param_name,
-               t.trial_params.c.param_value, t.trial_params.c.distribution_json),
+    "values": (
+        t.trial_values.c.trial_id,
+        t.trial_values.c.objective,
+        t.trial_values.c.value,
+        t.trial_values.c.value_type,
+    ),
+    "params": (
+        t.trial_params.c.trial_id,
+        t.trial_params.c.param_id,
+        t.trial_params.c.param_name,
+        t.trial_params.c.param_value,
+        t.trial_params.c.distribution_json,
+    ),
     "user": (t.trial_user_attributes.c.trial_id, t.trial_user_attributes.c.key, t.trial_user_attributes.c.value_json),
-    "system": (t.trial_system_attributes.c.trial_id, t.trial_system_attributes.c.key,
-               t.trial_system_attributes.c.value_json),
-    "steps": (t.trial_intermediate_values.c.trial_id, t.trial_intermediate_values.c.step,
-              t.trial_intermediate_values.c.intermediate_value, t.trial_intermediate_values.c.intermediate_value_type),
+    "system": (
+        t.trial_system_attributes.c.trial_id,
+        t.trial_system_attributes.c.key,
+        t.trial_system_attributes.c.value_json,
+    ),
+    "steps": (
+        t.trial_intermediate_values.c.trial_id,
+        t.trial_intermediate_values.c.step,
+        t.trial_intermediate_values.c.intermediate_value,
+        t.trial_intermediate_values.c.intermediate_value_type,
+    ),
 }
 
 
@@ -117,11 +140,16 @@ def _frozen(row: Any, values: list, params: list, user: list, system: list, step
     params = sorted(params)  # by param_id: the order Optuna suggested them in
     distributions = {name: _distribution(text) for _, name, _, text in params}
     return FrozenTrial(
-        number=row.number, state=TrialState[row.state], value=None, values=objective_values,
-        datetime_start=t.to_local(row.datetime_start), datetime_complete=t.to_local(row.datetime_complete),
+        number=row.number,
+        state=TrialState[row.state],
+        value=None,
+        values=objective_values,
+        datetime_start=t.to_local(row.datetime_start),
+        datetime_complete=t.to_local(row.datetime_complete),
         params={name: distributions[name].to_external_repr(value) for _, name, value, _ in params},
         distributions=distributions,
         user_attrs={key: _json(text) for key, text in user},
         system_attrs={key: _json(text) for key, text in system},
         intermediate_values={step: t.value_of(value, kind) for step, value, kind in steps},
-        trial_id=row.trial_id)
+        trial_id=row.trial_id,
+    )

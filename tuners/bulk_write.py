@@ -34,36 +34,65 @@ def insert_trials(storage: Any, study_id: int, frozen: Sequence[FrozenTrial]) ->
         return
     for start in range(0, len(frozen), BATCH):
         with engine.begin() as conn:
-            _insert_batch(conn, study_id, frozen[start:start + BATCH])
+            _insert_batch(conn, study_id, frozen[start : start + BATCH])
 
 
 def _insert_batch(conn: Any, study_id: int, batch: Sequence[FrozenTrial]) -> None:
     count = conn.execute(select(func.count()).select_from(t.trials).where(t.trials.c.study_id == study_id)).scalar()
-    conn.execute(insert(t.trials), [
-        {"number": count + i, "study_id": study_id, "state": tr.state.name,
-         "datetime_start": t.to_utc(tr.datetime_start), "datetime_complete": t.to_utc(tr.datetime_complete)}
-        for i, tr in enumerate(batch)])
-    ids = dict(conn.execute(select(t.trials.c.number, t.trials.c.trial_id).where(
-        t.trials.c.study_id == study_id, t.trials.c.number >= count)).all())
-    rows: dict[Any, list[dict[str, Any]]] = {table: [] for table in (
-        t.trial_values, t.trial_params, t.trial_user_attributes, t.trial_system_attributes, t.trial_intermediate_values)}
+    conn.execute(
+        insert(t.trials),
+        [
+            {
+                "number": count + i,
+                "study_id": study_id,
+                "state": tr.state.name,
+                "datetime_start": t.to_utc(tr.datetime_start),
+                "datetime_complete": t.to_utc(tr.datetime_complete),
+            }
+            for i, tr in enumerate(batch)
+        ],
+    )
+    ids = dict(
+        conn.execute(
+            select(t.trials.c.number, t.trials.c.trial_id).where(
+                t.trials.c.study_id == study_id, t.trials.c.number >= count
+            )
+        ).all()
+    )
+    rows: dict[Any, list[dict[str, Any]]] = {
+        table: []
+        for table in (
+            t.trial_values,
+            t.trial_params,
+            t.trial_user_attributes,
+            t.trial_system_attributes,
+            t.trial_intermediate_values,
+        )
+    }
     for i, tr in enumerate(batch):
         trial_id = ids[count + i]
         for objective, value in enumerate(tr.values or ()):
             stored, kind = t.stored_value(value)
-            rows[t.trial_values].append({"trial_id": trial_id, "objective": objective, "value": stored,
-                                         "value_type": kind})
+            rows[t.trial_values].append(
+                {"trial_id": trial_id, "objective": objective, "value": stored, "value_type": kind}
+            )
         for name, value in tr.params.items():
             dist = tr.distributions[name]
-            rows[t.trial_params].append({"trial_id": trial_id, "param_name": name,
-                                         "param_value": dist.to_internal_repr(value),
-                                         "distribution_json": distribution_to_json(dist)})
+            rows[t.trial_params].append(
+                {
+                    "trial_id": trial_id,
+                    "param_name": name,
+                    "param_value": dist.to_internal_repr(value),
+                    "distribution_json": distribution_to_json(dist),
+                }
+            )
         for table, attrs in ((t.trial_user_attributes, tr.user_attrs), (t.trial_system_attributes, tr.system_attrs)):
             rows[table] += [{"trial_id": trial_id, "key": k, "value_json": json.dumps(v)} for k, v in attrs.items()]
         for step, value in tr.intermediate_values.items():
             stored, kind = t.stored_value(value)
-            rows[t.trial_intermediate_values].append({"trial_id": trial_id, "step": step, "intermediate_value": stored,
-                                                      "intermediate_value_type": kind})
+            rows[t.trial_intermediate_values].append(
+                {"trial_id": trial_id, "step": step, "intermediate_value": stored, "intermediate_value_type": kind}
+            )
     for table, values in rows.items():
         if values:
             conn.execute(insert(table), values)

@@ -6,7 +6,7 @@ import inspect
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -21,7 +21,7 @@ from .sweep_cli import export, resume, status, sweep
 app = typer.Typer(
     name="lwnas",
     help="Search the design space of lightweight Transformers (LW-Transformer, ACORT, T-EMDE, Couplformer) "
-         "for the accuracy-vs-cost Pareto front.",
+    "for the accuracy-vs-cost Pareto front.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -46,29 +46,54 @@ def main() -> None:
 
 @app.command()
 def cost(
-    paths: Annotated[list[Path], typer.Argument(
-        help="Configuration files (flat YAML mappings of knobs) or directories of them, e.g. studies/papers.")],
-    fmt: Annotated[CostFormat, typer.Option(
-        "--format", "-f", help="table: human-readable; json: one object per file; markdown: paper-vs-ours table.")
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Configuration files (flat YAML mappings of knobs) or directories of them, e.g. studies/papers."
+        ),
+    ],
+    fmt: Annotated[
+        CostFormat,
+        typer.Option(
+            "--format", "-f", help="table: human-readable; json: one object per file; markdown: paper-vs-ours table."
+        ),
     ] = CostFormat.table,
     as_json: Annotated[bool, typer.Option("--json", help="Shorthand for --format json.")] = False,
-    memory: Annotated[bool, typer.Option(
-        "--memory/--no-memory",
-        help="Also measure peak memory of one forward + backward at batch 1 (slower: runs the model).")] = True,
-    device: Annotated[str, typer.Option(help="Device for the memory and latency measurements: cpu or cuda.")
-                      ] = "cpu",
-    latency: Annotated[bool, typer.Option(
-        "--latency", help="Also measure forward latency (median ms and its CV) at batch 1 and --latency-batch, "
-                          "after warm-up, on --device (slower: runs the model many times).")] = False,
+    memory: Annotated[
+        bool,
+        typer.Option(
+            "--memory/--no-memory",
+            help="Also measure peak memory of one forward + backward at batch 1 (slower: runs the model).",
+        ),
+    ] = True,
+    device: Annotated[str, typer.Option(help="Device for the memory and latency measurements: cpu or cuda.")] = "cpu",
+    latency: Annotated[
+        bool,
+        typer.Option(
+            "--latency",
+            help="Also measure forward latency (median ms and its CV) at batch 1 and --latency-batch, "
+            "after warm-up, on --device (slower: runs the model many times).",
+        ),
+    ] = False,
     latency_batch: Annotated[int, typer.Option(help="The second batch size of --latency.", min=1, max=4096)] = 8,
     threads: Annotated[int, typer.Option(help="CPU threads torch uses for --latency.", min=1, max=256)] = 1,
-    task: Annotated[Optional[str], typer.Option(
-        "--task", "-t", help="Cost at this task's input sizes (grid, vocabulary, regions, classes), as training "
-                             "builds the model; default: the file's `task`, else the family's defaults.")] = None,
-    check: Annotated[bool, typer.Option(
-        "--check", help="Exit with status 1 if a published figure in a file's `reference` is not reproduced.")
+    task: Annotated[
+        str | None,
+        typer.Option(
+            "--task",
+            "-t",
+            help="Cost at this task's input sizes (grid, vocabulary, regions, classes), as training "
+            "builds the model; default: the file's `task`, else the family's defaults.",
+        ),
+    ] = None,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check", help="Exit with status 1 if a published figure in a file's `reference` is not reproduced."
+        ),
     ] = False,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the report here instead of stdout.")
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the report here instead of stdout.")
     ] = None,
 ) -> None:
     """Static cost of configurations, before any training.
@@ -101,31 +126,47 @@ def cost(
         sys.stdout.write(text)
     failures = [(row.path, c) for row in rows for c in row.comparisons if c.asserted and not c.matches]
     for path, c in failures:
-        err.print(f"[red]mismatch[/red] {escape(str(path))}: {c.metric} {c.scope} paper {c.paper.text}, "
-                  f"ours {c.ours:,}")
+        err.print(
+            f"[red]mismatch[/red] {escape(str(path))}: {c.metric} {c.scope} paper {c.paper.text}, ours {c.ours:,}"
+        )
     if check and failures:
         raise typer.Exit(1)
 
 
 @app.command()
 def train(
-    config: Annotated[Path, typer.Argument(help="Configuration file: knobs, optionally `task` and `training` sections "
-                                                "(an exported trial has both).")],
-    task: Annotated[Optional[str], typer.Option(
-        "--task", "-t", help="Built-in task (digits, shapes-vqa, scene-captions, scene-retrieval, features, "
-                             "image-folder, cifar, vqa, captions, caption-retrieval) or a "
-                             "plugin as package.module:Class; default: the file's `task`.")] = None,
-    epochs: Annotated[Optional[int], typer.Option(help="Override the number of epochs.")] = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory for checkpoint, metrics and config.")
-                   ] = Path("runs/latest"),
-    data: Annotated[Optional[Path], typer.Option(
-        help="Data of a task that reads yours: a `features` .npz or .npy folder, or the folder of "
-             "`image-folder`, `cifar`, `vqa`, `captions`, `caption-retrieval`.")] = None,
-    lr: Annotated[Optional[float], typer.Option(help="Override the learning rate.")] = None,
-    batch_size: Annotated[Optional[int], typer.Option(help="Override the batch size.")] = None,
-    seed: Annotated[Optional[int], typer.Option(help="Override the seed.")] = None,
-    threads: Annotated[Optional[int], typer.Option(help="CPU threads for torch.")] = None,
-    device: Annotated[Optional[str], typer.Option(help="auto, cpu or cuda.")] = None,
+    config: Annotated[
+        Path,
+        typer.Argument(
+            help="Configuration file: knobs, optionally `task` and `training` sections (an exported trial has both)."
+        ),
+    ],
+    task: Annotated[
+        str | None,
+        typer.Option(
+            "--task",
+            "-t",
+            help="Built-in task (digits, shapes-vqa, scene-captions, scene-retrieval, features, "
+            "image-folder, cifar, vqa, captions, caption-retrieval) or a "
+            "plugin as package.module:Class; default: the file's `task`.",
+        ),
+    ] = None,
+    epochs: Annotated[int | None, typer.Option(help="Override the number of epochs.")] = None,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Output directory for checkpoint, metrics and config.")
+    ] = Path("runs/latest"),
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            help="Data of a task that reads yours: a `features` .npz or .npy folder, or the folder of "
+            "`image-folder`, `cifar`, `vqa`, `captions`, `caption-retrieval`."
+        ),
+    ] = None,
+    lr: Annotated[float | None, typer.Option(help="Override the learning rate.")] = None,
+    batch_size: Annotated[int | None, typer.Option(help="Override the batch size.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Override the seed.")] = None,
+    threads: Annotated[int | None, typer.Option(help="CPU threads for torch.")] = None,
+    device: Annotated[str | None, typer.Option(help="auto, cpu or cuda.")] = None,
 ) -> None:
     """Train a configuration in full (an exported or hand-written one) and write checkpoint.pt, metrics.json and
     the exact config.yaml used to --out."""
@@ -135,8 +176,13 @@ def train(
     from .train_file import train_config_file
 
     try:
-        overrides = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, seed=seed,
-                                            threads=threads, device=device).items() if v is not None}
+        overrides = {
+            k: v
+            for k, v in dict(
+                epochs=epochs, lr=lr, batch_size=batch_size, seed=seed, threads=threads, device=device
+            ).items()
+            if v is not None
+        }
         result, _ = train_config_file(config, task, data, overrides, out)
     except ConfigError as exc:
         _exit_on_config_error(exc)
@@ -145,8 +191,9 @@ def train(
         raise typer.Exit(1) from None
     summary = ", ".join(f"{k} {v:.4f}" for k, v in result.test.items())
     err.print(f"trained {result.task} in {result.wall_time:.1f}s: test {summary}; params {result.params:,}")
-    err.print(f"wrote {out}/checkpoint.pt, metrics.json, config.yaml; re-evaluate with: lwnas evaluate "
-              f"{out}/checkpoint.pt")
+    err.print(
+        f"wrote {out}/checkpoint.pt, metrics.json, config.yaml; re-evaluate with: lwnas evaluate {out}/checkpoint.pt"
+    )
     sys.stdout.write(json.dumps(result.summary(), indent=2) + "\n")
 
 
@@ -155,10 +202,14 @@ def evaluate(
     checkpoint: Annotated[Path, typer.Argument(help="checkpoint.pt written by `lwnas train`.")],
     split: Annotated[str, typer.Option(help="train, val or test.")] = "test",
     device: Annotated[str, typer.Option(help="auto, cpu or cuda.")] = "auto",
-    data: Annotated[Optional[Path], typer.Option(
-        help="Data of a task that reads yours (features, image-folder, cifar, vqa, captions, caption-retrieval), "
-             "replacing the path the checkpoint recorded (needed when its data has moved, or on another "
-             "machine).")] = None,
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            help="Data of a task that reads yours (features, image-folder, cifar, vqa, captions, caption-retrieval), "
+            "replacing the path the checkpoint recorded (needed when its data has moved, or on another "
+            "machine)."
+        ),
+    ] = None,
 ) -> None:
     """Re-compute a trained checkpoint's metrics on a split (prints JSON)."""
     from trainers.checkpoint import evaluate_checkpoint

@@ -22,8 +22,13 @@ def file_task(f: ConfigFile, task: str | None, data: Path | None) -> tuple[str, 
     if not isinstance(options, dict):
         problems.append((f"{f.path}: task_options", f"must be a mapping of keyword arguments, got {options!r}"))
     if not problems and task and named and task != named:
-        problems.append(("--task", f"is {task!r} but {f.path} was trained on task {named!r}; leave --task out "
-                                   "to use the file's, or remove the file's `task`"))
+        problems.append(
+            (
+                "--task",
+                f"is {task!r} but {f.path} was trained on task {named!r}; leave --task out "
+                "to use the file's, or remove the file's `task`",
+            )
+        )
     if not problems and not (task or named):
         problems.append(("--task", f"missing: {f.path} names no task; give one, e.g. --task digits"))
     if problems:
@@ -32,8 +37,9 @@ def file_task(f: ConfigFile, task: str | None, data: Path | None) -> tuple[str, 
     options = {k: v for k, v in options.items() if not (data and k == "path")}
     options, missing = absolute_path_options(name, options, f.path.parent)
     if missing:
-        raise ConfigError([(f"{f.path}: task_options.{key}", f"no such file or directory: {options[key]}")
-                           for key in missing])
+        raise ConfigError(
+            [(f"{f.path}: task_options.{key}", f"no such file or directory: {options[key]}") for key in missing]
+        )
     if data:
         options["path"] = str(data.resolve())
     return name, options

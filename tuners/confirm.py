@@ -71,8 +71,9 @@ def task_metrics(ot_study: optuna.Study) -> list[str]:
     return [m for m in (ot_study.metric_names or []) if m not in COST_METRICS]
 
 
-def confirm_trials(ot_study: optuna.Study, epochs: int, dominated: int, output: Path, seed: int = 0,
-                   progress=None) -> list[Confirmed]:
+def confirm_trials(
+    ot_study: optuna.Study, epochs: int, dominated: int, output: Path, seed: int = 0, progress=None
+) -> list[Confirmed]:
     """Train the chosen trials for ``epochs`` through ``lwnas train``'s path; one ``Confirmed`` each."""
     from trainers.loop import TrainingError
 
@@ -80,8 +81,10 @@ def confirm_trials(ot_study: optuna.Study, epochs: int, dominated: int, output: 
 
     metrics = task_metrics(ot_study)
     if not metrics:
-        raise ConfirmError(f"study {ot_study.study_name!r} has no task metric among its objectives "
-                           f"({', '.join(ot_study.metric_names or [])}): there is nothing to confirm by training")
+        raise ConfirmError(
+            f"study {ot_study.study_name!r} has no task metric among its objectives "
+            f"({', '.join(ot_study.metric_names or [])}): there is nothing to confirm by training"
+        )
     chosen = choose_trials(ot_study, dominated, seed)
     if not chosen:
         raise ConfirmError(f"study {ot_study.study_name!r} has no trial on its Pareto front yet")
@@ -101,8 +104,7 @@ def confirm_trials(ot_study: optuna.Study, epochs: int, dominated: int, output: 
         except (TrainingError, ValueError) as exc:  # one trial that fails does not stop the others
             out.append(Confirmed(record, role, sweep, None, failure=str(exc)))
             continue
-        out.append(Confirmed(record, role, sweep, {m: result.val[m] for m in metrics}, result.test,
-                             result.wall_time))
+        out.append(Confirmed(record, role, sweep, {m: result.val[m] for m in metrics}, result.test, result.wall_time))
     return out
 
 
@@ -134,14 +136,27 @@ def agreement(results: list[Confirmed]) -> dict[str, dict[str, Any]]:
     return {m: kendall([c.sweep[m] for c in trained], [c.confirmed[m] for c in trained]) for m in metrics}
 
 
-def record_confirmation(ot_study: optuna.Study, epochs: int, results: list[Confirmed],
-                        taus: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def record_confirmation(
+    ot_study: optuna.Study, epochs: int, results: list[Confirmed], taus: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
     """Append this run to the study's ``lwnas:confirmations``; the entry written."""
-    entry = {"epochs": epochs, "at": now(), "kendall": taus,
-             "sweep_epochs": sweep_epochs(ot_study),
-             "trials": {str(c.record.number): {"role": c.role, "sweep": c.sweep, "confirmed": c.confirmed,
-                                               "test": c.test, "wall_time": c.wall_time, "failure": c.failure}
-                        for c in results}}
+    entry = {
+        "epochs": epochs,
+        "at": now(),
+        "kendall": taus,
+        "sweep_epochs": sweep_epochs(ot_study),
+        "trials": {
+            str(c.record.number): {
+                "role": c.role,
+                "sweep": c.sweep,
+                "confirmed": c.confirmed,
+                "test": c.test,
+                "wall_time": c.wall_time,
+                "failure": c.failure,
+            }
+            for c in results
+        },
+    }
     ot_study.set_user_attr(keys.STUDY_CONFIRMATIONS, keys.plain([*confirmations(ot_study), entry]))
     return entry
 

@@ -20,13 +20,16 @@ from .sweep_cli import Storage, _fail, _load_ot_study
 def confirm(
     name: Annotated[str, typer.Argument(help="Name of the study in storage.")],
     epochs: Annotated[int, typer.Option(help="Epochs of the confirming training (the longer budget).")],
-    dominated: Annotated[int, typer.Option(
-        help="Also train this many dominated trials (drawn with --seed) for contrast.")] = 0,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Folder for the exported files and the runs.")
-                      ] = Path("confirmed"),
+    dominated: Annotated[
+        int, typer.Option(help="Also train this many dominated trials (drawn with --seed) for contrast.")
+    ] = 0,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Folder for the exported files and the runs.")] = Path(
+        "confirmed"
+    ),
     seed: Annotated[int, typer.Option(help="Seed of the draw of dominated trials.")] = 0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the recorded confirmation as one JSON object.")
-                       ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the recorded confirmation as one JSON object.")
+    ] = False,
     storage: Storage = DEFAULT_STORAGE,
 ) -> None:
     """Train the front (and --dominated K other trials) for --epochs with `lwnas train`'s code, record the
@@ -40,8 +43,9 @@ def confirm(
         _fail(f"--dominated must be an integer >= 0, got {dominated}", code=2)
     ot_study = _load_ot_study(name, storage)
     try:
-        results = confirm_trials(ot_study, epochs, dominated, output, seed,
-                                 progress=lambda line: err.print(escape(line), highlight=False))
+        results = confirm_trials(
+            ot_study, epochs, dominated, output, seed, progress=lambda line: err.print(escape(line), highlight=False)
+        )
     except ConfirmError as exc:
         _fail(str(exc))
     entry = record_confirmation(ot_study, epochs, results, agreement(results))
@@ -59,7 +63,9 @@ def confirm(
     out.print(table)
     for metric, k in entry["kendall"].items():
         tau = "undefined" if k["tau"] is None else f"{k['tau']:.3f}"
-        ci = (f", 95% bootstrap interval [{k['ci95'][0]:.3f}, {k['ci95'][1]:.3f}]" if k["ci95"]
-              else " (too few trials for an interval)")
-        out.print(f"Kendall tau of {metric}, sweep against confirmed: {tau}{ci} over {k['n']} trials",
-                  highlight=False)
+        ci = (
+            f", 95% bootstrap interval [{k['ci95'][0]:.3f}, {k['ci95'][1]:.3f}]"
+            if k["ci95"]
+            else " (too few trials for an interval)"
+        )
+        out.print(f"Kendall tau of {metric}, sweep against confirmed: {tau}{ci} over {k['n']} trials", highlight=False)

@@ -102,5 +102,11 @@ def latency_costs(config: ArchConfig, settings: LatencySettings) -> dict[str, fl
     from trainers.latency import config_latencies
 
     one, many = config_latencies(config, [1, settings.batch_size], settings.device, settings.threads)
-    return {"latency": one.ms, "latency_cv": one.cv, "latency_batch": many.ms, "latency_batch_cv": many.cv,
-            "latency_batch_size": settings.batch_size, "latency_device": one.device}
+    return {
+        "latency": one.ms,
+        "latency_cv": one.cv,
+        "latency_batch": many.ms,
+        "latency_batch_cv": many.cv,
+        "latency_batch_size": settings.batch_size,
+        "latency_device": one.device,
+    }

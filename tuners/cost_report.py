@@ -7,11 +7,10 @@ import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
-
-from typing import TYPE_CHECKING
 
 from searchspace.files import ConfigFile, find_config_files, load_config_file
 from searchspace.latency_settings import LatencySettings
@@ -20,13 +19,13 @@ from .file_progress import FileProgress
 
 if TYPE_CHECKING:  # the cost model needs torch; `lwnas --help` must not import it
     from searchspace import ArchConfig
-    from trainers.tasks import Task
     from trainers import CostReport
     from trainers.latency import Latency
     from trainers.reference import Comparison
+    from trainers.tasks import Task
 
 
-class CostFormat(str, enum.Enum):
+class CostFormat(enum.StrEnum):
     table = "table"
     json = "json"
     markdown = "markdown"
@@ -41,8 +40,14 @@ class CostRow:
     latency: list[Latency] = field(default_factory=list)  # batch 1, then the asked batch size (--latency)
 
 
-def cost_rows(paths: list[Path], memory: bool, device: str, progress: Console,
-              task: str | None = None, latency: LatencySettings | None = None) -> list[CostRow]:
+def cost_rows(
+    paths: list[Path],
+    memory: bool,
+    device: str,
+    progress: Console,
+    task: str | None = None,
+    latency: LatencySettings | None = None,
+) -> list[CostRow]:
     """Load and cost every file (directories expand to their YAML files), with a progress bar.
 
     With a task (``task`` or the file's own `task` section) a configuration is costed at the task's
@@ -65,8 +70,9 @@ def cost_rows(paths: list[Path], memory: bool, device: str, progress: Console,
             bar.start(f.path)
             report = cost(config, memory=memory, device=device)
             measured = _latencies(config, latency) if latency else []
-            rows.append(CostRow(f.path, f, report, compare(config, report, f.reference) if f.reference else [],
-                                measured))
+            rows.append(
+                CostRow(f.path, f, report, compare(config, report, f.reference) if f.reference else [], measured)
+            )
     return rows
 
 
@@ -118,9 +124,18 @@ def _row_json(row: CostRow) -> dict:
     if row.latency:
         out["latency"] = [lat.to_dict() for lat in row.latency]
     if row.comparisons:
-        out["reference"] = [{"metric": c.metric, "scope": c.scope, "paper": c.paper.text, "ours": c.ours,
-                             "rel_error": round(c.rel_error, 5), "matches": c.matches, "asserted": c.asserted}
-                            for c in row.comparisons]
+        out["reference"] = [
+            {
+                "metric": c.metric,
+                "scope": c.scope,
+                "paper": c.paper.text,
+                "ours": c.ours,
+                "rel_error": round(c.rel_error, 5),
+                "matches": c.matches,
+                "asserted": c.asserted,
+            }
+            for c in row.comparisons
+        ]
     return out
 
 
@@ -142,7 +157,9 @@ def _row_table(row: CostRow) -> Table:
         table.add_row(f"latency, batch {lat.batch} (median)", _latency_text(lat), lat.device)
     for c in row.comparisons:
         verdict = "ok" if c.matches else ("MISMATCH" if c.asserted else "paper inconsistent")
-        table.add_row(f"paper {c.metric} ({c.scope})", c.paper.text, f"ours {_human(c.ours)} {c.rel_error:+.2%} {verdict}")
+        table.add_row(
+            f"paper {c.metric} ({c.scope})", c.paper.text, f"ours {_human(c.ours)} {c.rel_error:+.2%} {verdict}"
+        )
     return table
 
 
@@ -158,8 +175,14 @@ def _summary_table(rows: list[CostRow]) -> Table:
     """One line per configuration: the overview for a directory of files."""
     table = Table(show_edge=False)
     batches = sorted({lat.batch for row in rows for lat in row.latency})
-    columns = [("configuration", "left"), ("params", "right"), ("MAdds", "right"), ("peak memory", "right"),
-               *((f"latency b{b} (CV)", "right") for b in batches), ("paper", "left")]
+    columns = [
+        ("configuration", "left"),
+        ("params", "right"),
+        ("MAdds", "right"),
+        ("peak memory", "right"),
+        *((f"latency b{b} (CV)", "right") for b in batches),
+        ("paper", "left"),
+    ]
     for name, justify in columns:
         table.add_column(name, justify=justify)
     for row in rows:
@@ -167,8 +190,14 @@ def _summary_table(rows: list[CostRow]) -> Table:
         figures = ", ".join(f"{c.metric}/{c.scope} {c.paper.text}: {c.rel_error:+.2%}" for c in row.comparisons)
         paper = f"{_verdict(row.comparisons)} ({figures})" if figures else ""
         by_batch = {lat.batch: f"{lat.ms:.3f} ms ({lat.cv:.0%})" for lat in row.latency}
-        table.add_row(str(row.path), _human(r.params), _human(r.madds), _human(r.memory_bytes, "B"),
-                      *(by_batch.get(b, "-") for b in batches), paper)
+        table.add_row(
+            str(row.path),
+            _human(r.params),
+            _human(r.madds),
+            _human(r.memory_bytes, "B"),
+            *(by_batch.get(b, "-") for b in batches),
+            paper,
+        )
     devices = sorted({lat.device for row in rows for lat in row.latency})
     if devices:
         table.caption = "latency measured on " + "; ".join(devices)
@@ -186,7 +215,9 @@ def _markdown(rows: list[CostRow]) -> str:
         ref = row.file.reference or {}
         for c in row.comparisons:
             verdict = "reproduced" if c.matches else ("**not reproduced**" if c.asserted else "paper inconsistent")
-            line = (f"| `{row.path}` | {ref.get('table', '')} | {ref.get('row', '')} | {c.metric} | {c.scope} | "
-                    f"{c.paper.text} | {c.ours:,} | {c.rel_error:+.2%} | {verdict} |")
+            line = (
+                f"| `{row.path}` | {ref.get('table', '')} | {ref.get('row', '')} | {c.metric} | {c.scope} | "
+                f"{c.paper.text} | {c.ours:,} | {c.rel_error:+.2%} | {verdict} |"
+            )
             lines.append(line + (f" {_human(row.report.memory_bytes, 'B')} |" if memory else ""))
     return "\n".join(lines) + "\n"

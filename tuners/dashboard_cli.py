@@ -31,17 +31,35 @@ def app_path() -> Path:
 def streamlit_command(port: int, host: str) -> list[str]:
     """The ``streamlit run`` command line; the storage URL travels in the environment, not in argv,
     so a password in it never shows in ``ps``."""
-    return [sys.executable, "-m", "streamlit", "run", str(app_path()), "--server.address", host,
-            "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
-            "--client.toolbarMode", "viewer"]
+    return [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(app_path()),
+        "--server.address",
+        host,
+        "--server.port",
+        str(port),
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        "--client.toolbarMode",
+        "viewer",
+    ]
 
 
 def dashboard(
     storage: Storage = DEFAULT_STORAGE,
     port: Annotated[int, typer.Option(help="Port to serve on.")] = 8501,
-    host: Annotated[str, typer.Option(
-        help="Address to bind. The default serves this machine only; 0.0.0.0 exposes the dashboard "
-             "(it can read every study in the storage) to the network.")] = "127.0.0.1",
+    host: Annotated[
+        str,
+        typer.Option(
+            help="Address to bind. The default serves this machine only; 0.0.0.0 exposes the dashboard "
+            "(it can read every study in the storage) to the network."
+        ),
+    ] = "127.0.0.1",
 ) -> None:
     """Browse sweeps in the browser: Pareto fronts, hypervolume, trials, comparison and export.
 
@@ -53,8 +71,9 @@ def dashboard(
         err.print("[red]error[/red] the dashboard needs streamlit: pip install streamlit plotly", highlight=False)
         raise typer.Exit(1) from None
     env = {**os.environ, "LWNAS_STORAGE": storage}
-    err.print(f"dashboard on http://{escape(host)}:{port} over {escape(masked(storage))} (Ctrl-C stops it)",
-              highlight=False)
+    err.print(
+        f"dashboard on http://{escape(host)}:{port} over {escape(masked(storage))} (Ctrl-C stops it)", highlight=False
+    )
     raise typer.Exit(serve(streamlit_command(port, host), env))
 
 

@@ -25,8 +25,13 @@ MAX_BATCH = 4096  # the dynamic batch dimension's upper bound (torch.export need
 
 # The knob a module implements: a failure inside it is reported as that knob's (innermost module first).
 _KNOB_OF_MODULE = {
-    "CoupledAttention": "attention", "SketchPool": "pooling", "SketchCoder": "pooling", "AttentionPool": "pooling",
-    "GroupedLinear": "groups", "FeedForward": "g_ffn", "MultiHeadAttention": "attention_sharing",
+    "CoupledAttention": "attention",
+    "SketchPool": "pooling",
+    "SketchCoder": "pooling",
+    "AttentionPool": "pooling",
+    "GroupedLinear": "groups",
+    "FeedForward": "g_ffn",
+    "MultiHeadAttention": "attention_sharing",
     "Embedding": "radix_base",
 }
 
@@ -43,8 +48,10 @@ def _takes_region_mask(model) -> bool:
     if "region_mask" not in params:
         return False
     if params.index("region_mask") != len(model.example_inputs(batch=1)):
-        raise DeployExportError(f"{type(model).__name__}.forward must take region_mask right after the inputs of "
-                                f"example_inputs to be exported, but its arguments are {params}")
+        raise DeployExportError(
+            f"{type(model).__name__}.forward must take region_mask right after the inputs of "
+            f"example_inputs to be exported, but its arguments are {params}"
+        )
     return True
 
 
@@ -73,10 +80,14 @@ def input_names(model, with_mask: bool = True) -> list[str]:
 
 def metadata(config: ArchConfig, model, provenance: dict[str, Any]) -> str:
     """What a user of the artifact needs without lwnas: inputs (name, shape, dtype), configuration, origin."""
-    inputs = [{"name": n, "shape": ["batch", *t.shape[1:]], "dtype": str(t.dtype).removeprefix("torch.")}
-              for n, t in zip(input_names(model), export_inputs(model, batch=1))]
-    return json.dumps({"format": "lwnas-deploy/1", "inputs": inputs, "config": config.to_dict(),
-                       "provenance": provenance}, default=str)
+    inputs = [
+        {"name": n, "shape": ["batch", *t.shape[1:]], "dtype": str(t.dtype).removeprefix("torch.")}
+        for n, t in zip(input_names(model), export_inputs(model, batch=1))
+    ]
+    return json.dumps(
+        {"format": "lwnas-deploy/1", "inputs": inputs, "config": config.to_dict(), "provenance": provenance},
+        default=str,
+    )
 
 
 def _dynamic_batch(model) -> dict[str, dict[int, Any]]:
@@ -93,8 +104,11 @@ class _ModuleStack:
     def __init__(self, model):
         self.stack: list = []
         self.failed_in: list = []
-        self.handles = [h for m in model.modules() for h in (
-            m.register_forward_pre_hook(self._enter), m.register_forward_hook(self._leave))]
+        self.handles = [
+            h
+            for m in model.modules()
+            for h in (m.register_forward_pre_hook(self._enter), m.register_forward_hook(self._leave))
+        ]
 
     def _enter(self, module, args) -> None:
         self.stack.append(module)
@@ -116,8 +130,11 @@ def _explain(exc: BaseException, config: ArchConfig, fmt: str, failed_in: list) 
     """A DeployExportError naming the knob whose module the exporter failed in, and the exporter's reason."""
     root = list(_chain(exc))[-1]
     reason = shorten(" ".join(str(root).split()) or type(root).__name__, 300)
-    knobs = [(type(m).__name__, _KNOB_OF_MODULE[type(m).__name__]) for m in reversed(failed_in)
-             if type(m).__name__ in _KNOB_OF_MODULE]
+    knobs = [
+        (type(m).__name__, _KNOB_OF_MODULE[type(m).__name__])
+        for m in reversed(failed_in)
+        if type(m).__name__ in _KNOB_OF_MODULE
+    ]
     if knobs and not (knobs[0][1] == "radix_base" and not config.radix_base):
         module, knob = knobs[0]
         value = "coupled" if knob == "attention" else getattr(config, knob, None)
@@ -126,8 +143,9 @@ def _explain(exc: BaseException, config: ArchConfig, fmt: str, failed_in: list) 
         where = f"the knob `{knob}: {value}` ({module})"
     else:
         where = f"this {config.family} configuration"
-    return DeployExportError(f"{where} cannot be exported to {fmt}: {type(root).__name__}: {reason}; "
-                             f"export it as yaml instead")
+    return DeployExportError(
+        f"{where} cannot be exported to {fmt}: {type(root).__name__}: {reason}; export it as yaml instead"
+    )
 
 
 def _chain(exc: BaseException):
@@ -166,17 +184,26 @@ def write_onnx(model, config: ArchConfig, path: Path, provenance: dict[str, Any]
     try:
         import onnx  # noqa: F401 - torch.onnx.export needs it (and onnxscript)
     except ImportError:
-        raise DeployExportError("--format onnx needs the onnx and onnxscript packages: pip install onnx "
-                                "onnxscript onnxruntime") from None
+        raise DeployExportError(
+            "--format onnx needs the onnx and onnxscript packages: pip install onnx onnxscript onnxruntime"
+        ) from None
     model = model.eval()
     inputs = export_inputs(model, batch=2)
     tracked = _ModuleStack(model)
     try:
         with torch.no_grad(), warnings.catch_warnings(), tracked:
             warnings.simplefilter("ignore")  # the exporter's progress notes are not the user's concern
-            program = torch.onnx.export(model, inputs, dynamo=True, dynamic_shapes=_dynamic_batch(model),
-                                        input_names=input_names(model), output_names=["output"],
-                                        opset_version=ONNX_OPSET, verbose=False, report=False)
+            program = torch.onnx.export(
+                model,
+                inputs,
+                dynamo=True,
+                dynamic_shapes=_dynamic_batch(model),
+                input_names=input_names(model),
+                output_names=["output"],
+                opset_version=ONNX_OPSET,
+                verbose=False,
+                report=False,
+            )
     except Exception as exc:  # noqa: BLE001 - as in export_program
         raise _explain(exc, config, "onnx", tracked.failed_in) from None
     proto = program.model_proto
@@ -196,8 +223,9 @@ def write_model(model, config: ArchConfig, fmt: str, path: Path, provenance: dic
     try:
         return WRITERS[fmt](model, config, path, provenance)
     except OSError as exc:
-        raise DeployExportError(f"cannot write {path}: {exc.strerror or exc}; choose a folder you can write to "
-                                f"with -o") from None
+        raise DeployExportError(
+            f"cannot write {path}: {exc.strerror or exc}; choose a folder you can write to with -o"
+        ) from None
 
 
 def initialised_model(config: ArchConfig, seed: int):
@@ -215,6 +243,10 @@ def checkpoint_model(path: Path):
     from trainers.checkpoint import load_model
 
     model, ckpt = load_model(path)  # the task's data is not needed to export
-    provenance = {"checkpoint": str(path), "task": ckpt["task"], "weights": "trained",
-                  "metrics": {k: v for k, v in ckpt.get("metrics", {}).items() if k != "history"}}
+    provenance = {
+        "checkpoint": str(path),
+        "task": ckpt["task"],
+        "weights": "trained",
+        "metrics": {k: v for k, v in ckpt.get("metrics", {}).items() if k != "history"},
+    }
     return model, ArchConfig.from_dict(ckpt["config"]), provenance

@@ -22,10 +22,10 @@ from searchspace.study import Study, StudyError, path_component, study_from_dict
 from . import storage as keys
 from .objectives import direction_names
 from .outcomes import Outcome
+from .record import trial_seed, trial_training
 from .seeds import front_entry, pareto_front_groups, seed_groups
 from .storage import TrialRecord, record_of
 from .study_check import task_family
-from .record import trial_seed, trial_training
 
 
 class ExportError(LwnasError, ValueError):
@@ -41,46 +41,58 @@ def select_trials(ot_study: optuna.Study, which: str, infeasible: bool = False) 
     trials = ot_study.get_trials(deepcopy=False)
     records = {t.number: record_of(t) for t in trials}
     if which.strip() == "pareto":  # the front of the seed means; each point exported as its first trial
-        return [records[g.number] for g in pareto_front_groups(seed_groups(trials),
-                                                               direction_names(ot_study.directions))]
+        return [
+            records[g.number] for g in pareto_front_groups(seed_groups(trials), direction_names(ot_study.directions))
+        ]
     try:
         numbers = [int(n) for n in which.split(",") if n.strip()]
     except ValueError:
         raise ExportError(f"--trials takes `pareto` or trial numbers like 1,5,9, got {which!r}") from None
     missing = [n for n in numbers if n not in records]
     if missing:
-        raise ExportError(f"study {ot_study.study_name!r} has no trial {', '.join(map(str, missing))} "
-                          f"(trials are numbered 0..{max(records, default=-1)})")
+        raise ExportError(
+            f"study {ot_study.study_name!r} has no trial {', '.join(map(str, missing))} "
+            f"(trials are numbered 0..{max(records, default=-1)})"
+        )
     unusable = [n for n in numbers if not records[n].config]
     if unusable:
         raise ExportError(f"trial(s) {', '.join(map(str, unusable))} have no recorded configuration")
     refused = [n for n in numbers if _infeasible(records[n])]
     if refused and not infeasible:
-        raise ExportError(f"trial(s) {', '.join(map(str, refused))} are infeasible (they break the study's "
-                          f"constraints and were never trained); export them anyway with --infeasible")
+        raise ExportError(
+            f"trial(s) {', '.join(map(str, refused))} are infeasible (they break the study's "
+            f"constraints and were never trained); export them anyway with --infeasible"
+        )
     return [records[n] for n in numbers]
 
 
 def _infeasible(record: TrialRecord) -> bool:
     """A point the sweep rejected before training: constraint broken or a value never measured."""
-    return (record.outcome == Outcome.INFEASIBLE or not record.feasible
-            or any(not math.isfinite(v) for v in record.values or []))
+    return (
+        record.outcome == Outcome.INFEASIBLE
+        or not record.feasible
+        or any(not math.isfinite(v) for v in record.values or [])
+    )
 
 
 def recorded_study(ot_study: optuna.Study) -> Study:
     """The study a sweep recorded (its objectives, tuner and training sections)."""
     spec = ot_study.user_attrs.get(keys.STUDY_SPEC)
     if not spec:
-        raise ExportError(f"study {ot_study.study_name!r} was not created by lwnas sweep "
-                          f"(it has no {keys.STUDY_SPEC} attribute)")
+        raise ExportError(
+            f"study {ot_study.study_name!r} was not created by lwnas sweep (it has no {keys.STUDY_SPEC} attribute)"
+        )
     try:
         # the name rule guards the paths a sweep makes; a stored name predating it is contained where export
         # makes paths (export_file_name), so it must not stop the rest of the study from reading
-        return study_from_dict({**spec, "name": path_component(ot_study.study_name)}, task_family=task_family,
-                               check_space=False)
+        return study_from_dict(
+            {**spec, "name": path_component(ot_study.study_name)}, task_family=task_family, check_space=False
+        )
     except StudyError as exc:
-        raise ExportError(f"study {ot_study.study_name!r}: its recorded study no longer reads: "
-                          + "; ".join(f"{w}: {m}" for w, m in exc.problems)) from None
+        raise ExportError(
+            f"study {ot_study.study_name!r}: its recorded study no longer reads: "
+            + "; ".join(f"{w}: {m}" for w, m in exc.problems)
+        ) from None
 
 
 def trial_settings(ot_study: optuna.Study, record: TrialRecord) -> tuple[str, dict[str, Any], dict[str, Any]]:
@@ -101,10 +113,17 @@ def export_text(ot_study: optuna.Study, record: TrialRecord) -> str:
     task, task_options, training = trial_settings(ot_study, record)
     config = ArchConfig.from_dict(record.config)
     names = ot_study.metric_names or [f"objective_{i}" for i in range(len(ot_study.directions))]
-    provenance = {"study": ot_study.study_name, "task": task, "trial": record.number,
-                  "state": record.state, "outcome": record.outcome, "values": dict(zip(names, record.values or [])),
-                  "costs": record.costs, "params": record.params,
-                  "lwnas_version": ot_study.user_attrs.get(keys.STUDY_VERSION, "unknown")}
+    provenance = {
+        "study": ot_study.study_name,
+        "task": task,
+        "trial": record.number,
+        "state": record.state,
+        "outcome": record.outcome,
+        "values": dict(zip(names, record.values or [])),
+        "costs": record.costs,
+        "params": record.params,
+        "lwnas_version": ot_study.user_attrs.get(keys.STUDY_VERSION, "unknown"),
+    }
     group = next((g for g in seed_groups(ot_study.get_trials(deepcopy=False)) if g.number == record.number), None)
     # (only the trial that stands for a point carries its seeds; a repeat exported by number is one run)
     if group is not None and group.seeds > 1:  # trained with several seeds (budget.front_seeds)
@@ -126,14 +145,20 @@ def write_trial_model(ot_study: optuna.Study, record: TrialRecord, fmt: str, pat
 
     task, _, training = trial_settings(ot_study, record)
     config = ArchConfig.from_dict(record.config)
-    provenance = {"study": ot_study.study_name, "task": task, "trial": record.number,
-                  "values": dict(zip(ot_study.metric_names or [], record.values or [])), "costs": record.costs,
-                  "weights": f"initialised (seed {training['seed']}), not trained"}
+    provenance = {
+        "study": ot_study.study_name,
+        "task": task,
+        "trial": record.number,
+        "values": dict(zip(ot_study.metric_names or [], record.values or [])),
+        "costs": record.costs,
+        "weights": f"initialised (seed {training['seed']}), not trained",
+    }
     return write_model(initialised_model(config, training["seed"]), config, fmt, path, keys.plain(provenance))
 
 
-def export_trials(ot_study: optuna.Study, which: str, out_dir: Path, infeasible: bool = False,
-                  fmt: str = "yaml") -> list[Path]:
+def export_trials(
+    ot_study: optuna.Study, which: str, out_dir: Path, infeasible: bool = False, fmt: str = "yaml"
+) -> list[Path]:
     """Write the chosen trials' files (YAML, or a model file for ``torch``/``onnx``) into ``out_dir``."""
     from .deploy_export import FORMATS, SUFFIX
 
@@ -154,6 +179,7 @@ def export_trials(ot_study: optuna.Study, which: str, out_dir: Path, infeasible:
             paths.append(path)
     except OSError as exc:
         where = exc.filename or out_dir
-        raise ExportError(f"cannot write {where}: {exc.strerror or exc}; choose a folder you can write to "
-                          f"with -o") from None
+        raise ExportError(
+            f"cannot write {where}: {exc.strerror or exc}; choose a folder you can write to with -o"
+        ) from None
     return paths

@@ -23,7 +23,7 @@ class FileProgress:
         self.bar = Progress(console=console, transient=True, disable=not (bar and console.is_terminal))
         self.job: Any = None
 
-    def __enter__(self) -> "FileProgress":
+    def __enter__(self) -> FileProgress:
         self.bar.__enter__()
         self.job = self.bar.add_task(self.verb, total=self.total)
         return self

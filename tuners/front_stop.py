@@ -34,8 +34,9 @@ def counted_in_order(records: Sequence[TrialRecord]) -> list[TrialRecord]:
     return sorted(counted, key=lambda r: (r.datetime_complete or datetime.max, r.number))
 
 
-def front_stalled(records: Sequence[TrialRecord], objectives: Sequence[tuple[str, str]], rule: StopWhen,
-                  since: int = 0) -> str | None:
+def front_stalled(
+    records: Sequence[TrialRecord], objectives: Sequence[tuple[str, str]], rule: StopWhen, since: int = 0
+) -> str | None:
     """Why the sweep should end (the rule holds), or None. ``since``: trials counted when the budget was
     last raised (the window starts there)."""
     counted = counted_in_order(records)
@@ -43,11 +44,13 @@ def front_stalled(records: Sequence[TrialRecord], objectives: Sequence[tuple[str
         return None
     ref = reference_point(counted, objectives)
     now = hypervolume(counted, objectives, ref)
-    before = hypervolume(counted[:-rule.window], objectives, ref)
+    before = hypervolume(counted[: -rule.window], objectives, ref)
     if now - before > rule.tolerance * now:
         return None
-    return (f"the front's hypervolume grew by {now - before:.6g} (from {before:.6g} to {now:.6g}; the tolerance is "
-            f"{rule.tolerance:g} of it) over the last {rule.window} trials")
+    return (
+        f"the front's hypervolume grew by {now - before:.6g} (from {before:.6g} to {now:.6g}; the tolerance is "
+        f"{rule.tolerance:g} of it) over the last {rule.window} trials"
+    )
 
 
 def study_objectives(ot_study: optuna.Study) -> list[tuple[str, str]]:

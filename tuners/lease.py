@@ -18,7 +18,7 @@ import socket
 import threading
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import sqlalchemy as sa
 from ray.tune import Stopper
@@ -33,7 +33,8 @@ STALE_S = 60.0  # a lease not renewed for this long belongs to a driver that is 
 
 _metadata = sa.MetaData()
 LEASES = sa.Table(
-    "lwnas_leases", _metadata,
+    "lwnas_leases",
+    _metadata,
     sa.Column("study_name", sa.String(512), primary_key=True),
     # this driver's identity (host and pid can repeat), then `@` and its process namespace (see Holder.gone)
     sa.Column("token", sa.String(64), nullable=False),
@@ -64,8 +65,7 @@ class Holder:
             return True
         # containers on host networking share the host's name but not its pids: another namespace's pid
         # says nothing here, so such a holder is only gone once its heartbeat is stale
-        return (self.host == socket.gethostname() and self.namespace == _pid_namespace()
-                and not _pid_alive(self.pid))
+        return self.host == socket.gethostname() and self.namespace == _pid_namespace() and not _pid_alive(self.pid)
 
     def describe(self) -> str:
         return f"pid {self.pid} on {self.host} since {self.since:%Y-%m-%d %H:%M:%S} UTC"
@@ -94,7 +94,7 @@ def _db_now(con) -> datetime:
     now = con.execute(sa.select(sa.func.current_timestamp())).scalar()
     if isinstance(now, str):  # a driver that returns SQLite's text as it is
         now = datetime.fromisoformat(now)
-    return now.astimezone(timezone.utc).replace(tzinfo=None) if now.tzinfo else now  # SQLite's is UTC already
+    return now.astimezone(UTC).replace(tzinfo=None) if now.tzinfo else now  # SQLite's is UTC already
 
 
 class StudyLease:
@@ -123,8 +123,10 @@ class StudyLease:
             raise
         except SQLAlchemyError as exc:
             self.engine.dispose()
-            raise StorageError(f"cannot take the driver lease of study {self.study_name!r} in "
-                               f"{masked(self.url)}: {scrub(first_line(exc), self.url)}") from None
+            raise StorageError(
+                f"cannot take the driver lease of study {self.study_name!r} in "
+                f"{masked(self.url)}: {scrub(first_line(exc), self.url)}"
+            ) from None
         if self._file is not None:
             self._inode = self._file.stat().st_ino
         self._thread = threading.Thread(target=self._beat, name="lwnas-lease", daemon=True)
@@ -140,8 +142,14 @@ class StudyLease:
     def _take(self) -> None:
         with self.engine.begin() as con:
             now = _db_now(con)
-        row = dict(study_name=self.study_name, token=self.token, host=socket.gethostname(), pid=os.getpid(),
-                   since=now, heartbeat=now)
+        row = dict(
+            study_name=self.study_name,
+            token=self.token,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            since=now,
+            heartbeat=now,
+        )
         try:
             with self.engine.begin() as con:
                 con.execute(LEASES.insert().values(**row))
@@ -152,16 +160,22 @@ class StudyLease:
             current = con.execute(sa.select(LEASES).where(LEASES.c.study_name == self.study_name)).mappings().first()
         if current is None:  # released between our insert and our read: try once more from the start
             return self._take()
-        holder = Holder(current["host"], current["pid"], current["since"], current["heartbeat"],
-                        current["token"].partition("@")[2])
+        holder = Holder(
+            current["host"], current["pid"], current["since"], current["heartbeat"], current["token"].partition("@")[2]
+        )
         if not holder.gone(now):
-            raise LeaseHeld(f"study {self.study_name!r} is being run by another driver ({holder.describe()}, "
-                            f"last heartbeat {(now - holder.heartbeat).total_seconds():.0f} s ago); "
-                            f"wait for it to finish, or stop it and run `lwnas resume` again")
+            raise LeaseHeld(
+                f"study {self.study_name!r} is being run by another driver ({holder.describe()}, "
+                f"last heartbeat {(now - holder.heartbeat).total_seconds():.0f} s ago); "
+                f"wait for it to finish, or stop it and run `lwnas resume` again"
+            )
         # compare-and-swap on the old token: of several drivers taking over, exactly one wins
         with self.engine.begin() as con:
-            won = con.execute(LEASES.update().where(LEASES.c.study_name == self.study_name,
-                                                    LEASES.c.token == current["token"]).values(**row)).rowcount
+            won = con.execute(
+                LEASES.update()
+                .where(LEASES.c.study_name == self.study_name, LEASES.c.token == current["token"])
+                .values(**row)
+            ).rowcount
         if won != 1:
             return self._take()
         self.taken_over = holder
@@ -175,8 +189,7 @@ class StudyLease:
             return  # a new connection would create an empty database where the deleted one was
         try:
             with self.engine.begin() as con:
-                con.execute(LEASES.delete().where(LEASES.c.study_name == self.study_name,
-                                                  LEASES.c.token == self.token))
+                con.execute(LEASES.delete().where(LEASES.c.study_name == self.study_name, LEASES.c.token == self.token))
         except SQLAlchemyError:
             pass  # the storage is gone (the sweep already reports why); a stale lease is taken over later
         self.engine.dispose()
@@ -200,9 +213,11 @@ class StudyLease:
             return
         try:
             with self.engine.begin() as con:
-                mine = con.execute(LEASES.update().where(LEASES.c.study_name == self.study_name,
-                                                         LEASES.c.token == self.token)
-                                   .values(heartbeat=_db_now(con))).rowcount
+                mine = con.execute(
+                    LEASES.update()
+                    .where(LEASES.c.study_name == self.study_name, LEASES.c.token == self.token)
+                    .values(heartbeat=_db_now(con))
+                ).rowcount
         except SQLAlchemyError as exc:
             self.lost = f"the storage stopped answering: {scrub(first_line(exc), self.url)}"
             self.storage_failed = True

@@ -49,8 +49,9 @@ def promotion_order(points: np.ndarray) -> np.ndarray:
 class MOASHA(FIFOScheduler):
     """Multi-objective asynchronous successive halving over epochs."""
 
-    def __init__(self, objectives: list[tuple[str, str]], max_epochs: int, grace_epochs: int = 1,
-                 reduction_factor: int = 3):
+    def __init__(
+        self, objectives: list[tuple[str, str]], max_epochs: int, grace_epochs: int = 1, reduction_factor: int = 3
+    ):
         super().__init__()
         self.objectives = objectives  # [(result key, "maximize" | "minimize")]
         self.rf = reduction_factor
@@ -63,7 +64,7 @@ class MOASHA(FIFOScheduler):
         self.stopped: list[str] = []
 
     @classmethod
-    def for_study(cls, study: Study) -> "MOASHA":
+    def for_study(cls, study: Study) -> MOASHA:
         objectives = [(o.metric if o.is_cost else f"val_{o.metric}", o.direction) for o in study.objectives]
         return cls(objectives, study.budget.epochs, study.tuner.grace_epochs, study.tuner.reduction_factor)
 

@@ -21,8 +21,10 @@ from .objectives import minimised
 from .searcher import StudySearcher
 from .sweep import proposer_seed
 
-INSTALL_HINT = ("NNI is not installed, or failed to import ({reason}); install it with `pip install 'lwnas[nni]'` "
-                "(nni>=3.0). If NNI cannot install on this platform, use sampler nsga2, tpe, gp or random.")
+INSTALL_HINT = (
+    "NNI is not installed, or failed to import ({reason}); install it with `pip install 'lwnas[nni]'` "
+    "(nni>=3.0). If NNI cannot install on this platform, use sampler nsga2, tpe, gp or random."
+)
 
 
 def make_nni_tuner(study: Study, seed: int) -> Any:

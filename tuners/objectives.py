@@ -1,8 +1,9 @@
 """Objective math in one place: directions, minimisation, dominance, fronts, hypervolume, outcomes.
 
-(Trial outcomes are ``tuners.outcomes.Outcome``.) Every objective vector is turned into minimisation here (maximised metrics negated) before it is
-compared; dominance, non-dominated ranks and hypervolume come from moocore (a maintained
-implementation of the standard algorithms), so no other module writes a sign flip or a dominance test.
+(Trial outcomes are ``tuners.outcomes.Outcome``.) Every objective vector is turned into minimisation
+here (maximised metrics negated) before it is compared; dominance, non-dominated ranks and hypervolume
+come from moocore (a maintained implementation of the standard algorithms), so no other module writes
+a sign flip or a dominance test.
 """
 
 from __future__ import annotations

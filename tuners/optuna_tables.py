@@ -25,25 +25,59 @@ VALUE_TYPE = Enum("FINITE", "INF_POS", "INF_NEG", name="trialvaluetype")
 STEP_VALUE_TYPE = Enum("FINITE", "INF_POS", "INF_NEG", "NAN", name="trialintermediatevaluetype")
 
 metadata = MetaData()
-trials = Table("trials", metadata, Column("trial_id", Integer, primary_key=True), Column("number", Integer),
-               Column("study_id", Integer), Column("state", STATE),
-               Column("datetime_start", DateTime), Column("datetime_complete", DateTime))
-trial_values = Table("trial_values", metadata, Column("trial_value_id", Integer, primary_key=True),
-                     Column("trial_id", Integer), Column("objective", Integer), Column("value", Float),
-                     Column("value_type", VALUE_TYPE))
-trial_params = Table("trial_params", metadata, Column("param_id", Integer, primary_key=True),
-                     Column("trial_id", Integer), Column("param_name", String(512)),
-                     Column("param_value", Float), Column("distribution_json", Text))
-trial_user_attributes = Table("trial_user_attributes", metadata,
-                              Column("trial_user_attribute_id", Integer, primary_key=True),
-                              Column("trial_id", Integer), Column("key", String(512)), Column("value_json", Text))
-trial_system_attributes = Table("trial_system_attributes", metadata,
-                                Column("trial_system_attribute_id", Integer, primary_key=True),
-                                Column("trial_id", Integer), Column("key", String(512)), Column("value_json", Text))
-trial_intermediate_values = Table("trial_intermediate_values", metadata,
-                                  Column("trial_intermediate_value_id", Integer, primary_key=True),
-                                  Column("trial_id", Integer), Column("step", Integer),
-                                  Column("intermediate_value", Float), Column("intermediate_value_type", STEP_VALUE_TYPE))
+trials = Table(
+    "trials",
+    metadata,
+    Column("trial_id", Integer, primary_key=True),
+    Column("number", Integer),
+    Column("study_id", Integer),
+    Column("state", STATE),
+    Column("datetime_start", DateTime),
+    Column("datetime_complete", DateTime),
+)
+trial_values = Table(
+    "trial_values",
+    metadata,
+    Column("trial_value_id", Integer, primary_key=True),
+    Column("trial_id", Integer),
+    Column("objective", Integer),
+    Column("value", Float),
+    Column("value_type", VALUE_TYPE),
+)
+trial_params = Table(
+    "trial_params",
+    metadata,
+    Column("param_id", Integer, primary_key=True),
+    Column("trial_id", Integer),
+    Column("param_name", String(512)),
+    Column("param_value", Float),
+    Column("distribution_json", Text),
+)
+trial_user_attributes = Table(
+    "trial_user_attributes",
+    metadata,
+    Column("trial_user_attribute_id", Integer, primary_key=True),
+    Column("trial_id", Integer),
+    Column("key", String(512)),
+    Column("value_json", Text),
+)
+trial_system_attributes = Table(
+    "trial_system_attributes",
+    metadata,
+    Column("trial_system_attribute_id", Integer, primary_key=True),
+    Column("trial_id", Integer),
+    Column("key", String(512)),
+    Column("value_json", Text),
+)
+trial_intermediate_values = Table(
+    "trial_intermediate_values",
+    metadata,
+    Column("trial_intermediate_value_id", Integer, primary_key=True),
+    Column("trial_id", Integer),
+    Column("step", Integer),
+    Column("intermediate_value", Float),
+    Column("intermediate_value_type", STEP_VALUE_TYPE),
+)
 
 _SPECIAL = {"INF_POS": math.inf, "INF_NEG": -math.inf, "NAN": math.nan}
 
@@ -77,9 +111,9 @@ def value_of(value: float | None, value_type: str) -> float:
 
 def to_utc(moment: dt.datetime | None) -> dt.datetime | None:
     """A naive local datetime (a FrozenTrial's) as the naive UTC Optuna stores."""
-    return None if moment is None else moment.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return None if moment is None else moment.astimezone(dt.UTC).replace(tzinfo=None)
 
 
 def to_local(moment: dt.datetime | None) -> dt.datetime | None:
     """A stored naive UTC datetime as the naive local time Optuna's FrozenTrial carries."""
-    return None if moment is None else moment.replace(tzinfo=dt.timezone.utc).astimezone().replace(tzinfo=None)
+    return None if moment is None else moment.replace(tzinfo=dt.UTC).astimezone().replace(tzinfo=None)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class Outcome(str, Enum):
+class Outcome(StrEnum):
     """What happened to a trial; stored as its plain value in the trial's ``outcome`` attribute."""
 
     COMPLETE = "complete"  # trained its full budget

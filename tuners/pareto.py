@@ -25,8 +25,15 @@ def minimised(records: Sequence[TrialRecord], directions: Sequence[str]) -> np.n
 
 def front_candidates(records: Sequence[TrialRecord]) -> list[TrialRecord]:
     """Trials that may be on a front: complete, feasible, with finite values."""
-    return [r for r in records if r.state == "COMPLETE" and r.outcome == Outcome.COMPLETE and r.feasible
-            and r.values is not None and all(map(math.isfinite, r.values))]
+    return [
+        r
+        for r in records
+        if r.state == "COMPLETE"
+        and r.outcome == Outcome.COMPLETE
+        and r.feasible
+        and r.values is not None
+        and all(map(math.isfinite, r.values))
+    ]
 
 
 def reference_point(records: Sequence[TrialRecord], objectives: Sequence[tuple[str, str]]) -> list[float]:
@@ -34,8 +41,7 @@ def reference_point(records: Sequence[TrialRecord], objectives: Sequence[tuple[s
     return obj.reference_point([r.values for r in front_candidates(records)], [d for _, d in objectives])
 
 
-def hypervolume(records: Sequence[TrialRecord], objectives: Sequence[tuple[str, str]],
-                ref: Sequence[float]) -> float:
+def hypervolume(records: Sequence[TrialRecord], objectives: Sequence[tuple[str, str]], ref: Sequence[float]) -> float:
     candidates = front_candidates(records)
     if not candidates:
         return 0.0
@@ -43,11 +49,12 @@ def hypervolume(records: Sequence[TrialRecord], objectives: Sequence[tuple[str, 
     return obj.hypervolume(minimised(candidates, directions), obj.minimised(ref, directions))
 
 
-def hypervolume_over_trials(records: Sequence[TrialRecord], objectives: Sequence[tuple[str, str]],
-                            ref: Sequence[float]) -> list[tuple[int, float]]:
+def hypervolume_over_trials(
+    records: Sequence[TrialRecord], objectives: Sequence[tuple[str, str]], ref: Sequence[float]
+) -> list[tuple[int, float]]:
     """``(trial number, hypervolume of the trials up to it)`` in trial order."""
     ordered = sorted(records, key=lambda r: r.number)
-    return [(r.number, hypervolume(ordered[:i + 1], objectives, ref)) for i, r in enumerate(ordered)]
+    return [(r.number, hypervolume(ordered[: i + 1], objectives, ref)) for i, r in enumerate(ordered)]
 
 
 def pareto_front(records: Sequence[TrialRecord], directions: Sequence[str]) -> list[TrialRecord]:

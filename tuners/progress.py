@@ -28,7 +28,6 @@ from .seeds import groups_of, pareto_front_groups, seed_groups
 from .storage import storage_arg
 from .trainable import NUMBER
 
-
 RAY_LOGGERS = ("ray.tune", "ray.air", "ray.train")
 LOG = logging.getLogger("lwnas.sweep")
 
@@ -58,8 +57,15 @@ def ray_logs_to(path: Path) -> Iterator[Path]:
 class SweepProgress(Callback):
     """Ray Tune callback: a line per finished trial with its metric, cost and time."""
 
-    def __init__(self, ot_study: optuna.Study, study: Study, total: int, out: Console, quiet: bool = False,
-                 log_path: Path | None = None):
+    def __init__(
+        self,
+        ot_study: optuna.Study,
+        study: Study,
+        total: int,
+        out: Console,
+        quiet: bool = False,
+        log_path: Path | None = None,
+    ):
         self.ot_study, self.study, self.total, self.out, self.quiet = ot_study, study, total, out, quiet
         self.log_path = log_path
         self.done = 0
@@ -101,8 +107,9 @@ class SweepProgress(Callback):
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         r = trial.last_result or {}
-        self._failed(trial, r.get("lwnas_error", "worker error (the worker died before reporting)"),
-                     r.get("lwnas_traceback"))
+        self._failed(
+            trial, r.get("lwnas_error", "worker error (the worker died before reporting)"), r.get("lwnas_traceback")
+        )
 
     def finish(self, interrupted: bool, storage: str) -> None:
         print_front(self.ot_study, self.study, self.out)
@@ -112,21 +119,31 @@ class SweepProgress(Callback):
             self.out.print("(set LWNAS_STORAGE to the storage URL; the commands below then need no --storage)")
         quoted = shlex.quote(name)
         if interrupted:
-            self.out.print(f"[yellow]stopped before the budget was spent[/yellow]; continue with: "
-                           f"{escape(f'lwnas resume {quoted} --storage {url}')}")
-        self.out.print(escape(f"status: lwnas status {quoted} --storage {url}\n"
-                              f"browse the fronts: lwnas dashboard --storage {url}\n"
-                              f"export the front: lwnas export {quoted} --trials pareto --storage {url} -o exported/\n"
-                              f"open in Optuna: optuna.load_study(study_name={name!r}, storage=<the storage URL>)"),
-                       highlight=False)
+            self.out.print(
+                f"[yellow]stopped before the budget was spent[/yellow]; continue with: "
+                f"{escape(f'lwnas resume {quoted} --storage {url}')}"
+            )
+        self.out.print(
+            escape(
+                f"status: lwnas status {quoted} --storage {url}\n"
+                f"browse the fronts: lwnas dashboard --storage {url}\n"
+                f"export the front: lwnas export {quoted} --trials pareto --storage {url} -o exported/\n"
+                f"open in Optuna: optuna.load_study(study_name={name!r}, storage=<the storage URL>)"
+            ),
+            highlight=False,
+        )
 
 
-def print_front(ot_study: optuna.Study, study: Study | None, out: Console,
-                trials: list[ReadTrial] | None = None) -> None:
+def print_front(
+    ot_study: optuna.Study, study: Study | None, out: Console, trials: list[ReadTrial] | None = None
+) -> None:
     """The front (of seed means) as a table, of ``trials`` when the caller has read them already (``lwnas status``,
     through ``tuners.status.read_trials``)."""
-    groups = (seed_groups(ot_study.get_trials(deepcopy=False)) if trials is None
-              else groups_of([t.record for t in trials], {t.record.number: t.parent for t in trials}))
+    groups = (
+        seed_groups(ot_study.get_trials(deepcopy=False))
+        if trials is None
+        else groups_of([t.record for t in trials], {t.record.number: t.parent for t in trials})
+    )
     names = ot_study.metric_names or [f"objective {i}" for i in range(len(ot_study.directions))]
     directions = direction_names(ot_study.directions)
     front = pareto_front_groups(groups, directions)  # on seed means

@@ -27,7 +27,7 @@ class ReadSince(Generic[T]):
     def open_chunks(self) -> list[list[int]]:
         """The open trials' ids, sorted, in lists of at most ``CHUNK`` (one SQL ``IN`` list each)."""
         ids = sorted(self.open)
-        return [ids[i:i + CHUNK] for i in range(0, len(ids), CHUNK)]
+        return [ids[i : i + CHUNK] for i in range(0, len(ids), CHUNK)]
 
     def changed(self, pairs: list[tuple[int, T]]) -> list[T]:
         """Of ``(trial id, trial)`` just read, the new ones and the open ones that changed; remembers them."""

@@ -138,5 +138,10 @@ def trial_training(study: Any, point_training: dict[str, Any], seed: int, cpus: 
     Threads default to the trial's Ray CPU reservation: on CPU the thread count can change the order of
     floating-point sums, and with it the last digits of the result.
     """
-    return {"threads": max(1, int(cpus)), **study.training, **point_training,
-            "epochs": study.budget.epochs, "seed": seed}
+    return {
+        "threads": max(1, int(cpus)),
+        **study.training,
+        **point_training,
+        "epochs": study.budget.epochs,
+        "seed": seed,
+    }

@@ -46,7 +46,7 @@ _SQL = {
     "postgresql": {"quote": "to_json({})::text", "float": "CAST({} AS TEXT)", "join": "string_agg({}, ',')"},
 }
 # doubles whose short text forms are inexact: the float form must give each back bit for bit
-_CHECK_FLOATS = (0.1, 1 / 3, 2 ** -1074, 1.7976931348623157e308, 5e-324 * 3, 123456789.123456789e-300)
+_CHECK_FLOATS = (0.1, 1 / 3, 2**-1074, 1.7976931348623157e308, 5e-324 * 3, 123456789.123456789e-300)
 
 
 _PAUSE_LOCK = threading.Lock()
@@ -124,19 +124,24 @@ class RecordReader:
     def _read_sql(self) -> list[tuple[int, ReadTrial]]:
         scope, params = self._scope()
         queries = {name: _aggregate(self.sql, scope, *part) for name, part in _PARTS.items()}
-        trials_sql = ("SELECT t.trial_id, t.number, CAST(t.state AS TEXT), t.datetime_start, t.datetime_complete "
-                      f"FROM trials t WHERE {scope} ORDER BY t.number")
+        trials_sql = (
+            "SELECT t.trial_id, t.number, CAST(t.state AS TEXT), t.datetime_start, t.datetime_complete "
+            f"FROM trials t WHERE {scope} ORDER BY t.number"
+        )
         with self.engine.connect() as conn, conn.begin():  # one short read transaction
+
             def run(sql: str) -> list:
                 expanding = [bindparam(k, expanding=True) for k in params if k.startswith("open")]
                 if ":multi" in sql:  # typed: PostgreSQL compares an empty list's placeholder with the names
                     expanding.append(bindparam("multi", expanding=True, type_=String))
                 return conn.execute(text(sql).bindparams(*expanding), params).all()
+
             rows = run(trials_sql)
             single, params["multi"] = _distributions(run(DISTRIBUTIONS.format(scope=scope)))
             parts = {name: {row[0]: row[1:] for row in run(sql)} for name, sql in queries.items()}
-        return [(row[0], _read_trial(row, *(parts[name].get(row[0], _NONE) for name in _PARTS), single))
-                for row in rows]
+        return [
+            (row[0], _read_trial(row, *(parts[name].get(row[0], _NONE) for name in _PARTS), single)) for row in rows
+        ]
 
 
 # substr, not LIKE: SQLite's LIKE ignores case, and record_of reads `epoch:` keys case-sensitively
@@ -144,10 +149,22 @@ EPOCH_ROWS = f"substr(a.key, 1, {len(keys.EPOCH_PREFIX)}) = '{keys.EPOCH_PREFIX}
 # per part: its table, which rows, and the JSON text of each row's items, in a dialect's terms ({quote}, {float});
 # epoch records (most of the bytes) come apart from the other attributes, with their keys to count them undecoded
 _PARTS = {
-    "values": ("trial_values", "", ("'[' || objective || ',' || CASE WHEN a.value IS NULL THEN 'null' ELSE "
-                                    "{float_value} END || ',\"' || CAST(value_type AS TEXT) || '\"]'",)),
-    "params": ("trial_params", "", ("'[' || param_id || ',' || {quote_name} || ',' || {float_param} || CASE WHEN "
-                                    "a.param_name IN :multi THEN ',' || {quote_distribution} ELSE '' END || ']'",)),
+    "values": (
+        "trial_values",
+        "",
+        (
+            "'[' || objective || ',' || CASE WHEN a.value IS NULL THEN 'null' ELSE "
+            "{float_value} END || ',\"' || CAST(value_type AS TEXT) || '\"]'",
+        ),
+    ),
+    "params": (
+        "trial_params",
+        "",
+        (
+            "'[' || param_id || ',' || {quote_name} || ',' || {float_param} || CASE WHEN "
+            "a.param_name IN :multi THEN ',' || {quote_distribution} ELSE '' END || ']'",
+        ),
+    ),
     "user": ("trial_user_attributes", f"NOT {EPOCH_ROWS}", ("{quote_key} || ':' || value_json",)),
     "epochs": ("trial_user_attributes", EPOCH_ROWS, ("{quote_key} || ':' || value_json", "{quote_key}")),
     "system": ("trial_system_attributes", "", ("{quote_key} || ':' || value_json",)),
@@ -156,19 +173,27 @@ _NONE = (None, None)
 # A param's distribution is the same JSON text in nearly every trial, and repeating it in each param's row was
 # 128 MB of the 100,000-trial read (its slowest query): read each (name, distribution) once, and only names
 # stored with several distributions (a search space changed between trials) carry theirs per row
-DISTRIBUTIONS = ("SELECT DISTINCT a.param_name, a.distribution_json FROM trials t "
-                 "JOIN trial_params a ON a.trial_id = t.trial_id WHERE {scope}")
+DISTRIBUTIONS = (
+    "SELECT DISTINCT a.param_name, a.distribution_json FROM trials t "
+    "JOIN trial_params a ON a.trial_id = t.trial_id WHERE {scope}"
+)
 
 
 def _aggregate(sql: dict[str, str], scope: str, table: str, rows: str, items: tuple[str, ...]) -> str:
     """One row per trial in scope: trial_id, then per item its rows' texts joined with commas."""
-    terms = dict(float_value=sql["float"].format("a.value"), float_param=sql["float"].format("a.param_value"),
-                 quote_name=sql["quote"].format("a.param_name"), quote_key=sql["quote"].format("a.key"),
-                 quote_distribution=sql["quote"].format("a.distribution_json"))
+    terms = dict(
+        float_value=sql["float"].format("a.value"),
+        float_param=sql["float"].format("a.param_value"),
+        quote_name=sql["quote"].format("a.param_name"),
+        quote_key=sql["quote"].format("a.key"),
+        quote_distribution=sql["quote"].format("a.distribution_json"),
+    )
     joined = ", ".join(sql["join"].format(item.format(**terms)) for item in items)
     # grouped on the trials' side: SQLite then walks trials in id order and needs no temporary B-tree to group
-    return (f"SELECT t.trial_id, {joined} FROM trials t JOIN {table} a ON a.trial_id = t.trial_id "
-            f"WHERE {scope}{' AND ' + rows if rows else ''} GROUP BY t.trial_id")
+    return (
+        f"SELECT t.trial_id, {joined} FROM trials t JOIN {table} a ON a.trial_id = t.trial_id "
+        f"WHERE {scope}{' AND ' + rows if rows else ''} GROUP BY t.trial_id"
+    )
 
 
 def _json(text_: str) -> Any:
@@ -187,8 +212,10 @@ def _distributions(rows: list) -> tuple[dict[str, str], list[str]]:
     found: dict[str, set[str]] = {}
     for name, distribution in rows:
         found.setdefault(name, set()).add(distribution)
-    return ({name: next(iter(texts)) for name, texts in found.items() if len(texts) == 1},
-            sorted(name for name, texts in found.items() if len(texts) > 1))
+    return (
+        {name: next(iter(texts)) for name, texts in found.items() if len(texts) == 1},
+        sorted(name for name, texts in found.items() if len(texts) > 1),
+    )
 
 
 def _distribution(text_: str) -> Any:
@@ -228,12 +255,13 @@ def constraints_of(system_attrs: dict[str, Any]) -> dict[str, float]:
     """Constraint values as ``FrozenTrial.constraints`` reads them from system attributes: Optuna's old
     list under ``constraints`` (named "0", "1", ...), then one ``constraints:NAME`` key per constraint."""
     out = {str(i): c for i, c in enumerate(system_attrs.get("constraints") or [])}
-    out.update({k[len("constraints:"):]: v for k, v in system_attrs.items() if k.startswith("constraints:")})
+    out.update({k[len("constraints:") :]: v for k, v in system_attrs.items() if k.startswith("constraints:")})
     return out
 
 
-def _read_trial(row: Any, values: tuple, params: tuple, user: tuple, epochs: tuple, system: tuple,
-                distributions: dict[str, str]) -> ReadTrial:
+def _read_trial(
+    row: Any, values: tuple, params: tuple, user: tuple, epochs: tuple, system: tuple, distributions: dict[str, str]
+) -> ReadTrial:
     """A trial's record from its row and its parts' texts (each a tuple of the part's joined items); a param
     whose row carries no distribution has the one of ``distributions``."""
     (values,), (params,), (user,), (system,) = values[:1], params[:1], user[:1], system[:1]
@@ -250,8 +278,9 @@ def _read_trial(row: Any, values: tuple, params: tuple, user: tuple, epochs: tup
     constraints = constraints_of(_json(f"{{{system}}}")) if system else {}
     stored = None
     if epochs[0]:
-        count = sum(key[len(keys.EPOCH_PREFIX):].isdigit() for key in orjson.loads(f"[{epochs[1]}]"))
+        count = sum(key[len(keys.EPOCH_PREFIX) :].isdigit() for key in orjson.loads(f"[{epochs[1]}]"))
         stored = StoredEpochs(epochs[0], count) if count else None  # none numbered: the old list layout
-    record = record_from(number, state, objective_values, params_, attrs, constraints, _moment(start),
-                         _moment(complete), epochs=stored)
+    record = record_from(
+        number, state, objective_values, params_, attrs, constraints, _moment(start), _moment(complete), epochs=stored
+    )
     return ReadTrial(record, _parent(attrs, number))

@@ -89,8 +89,12 @@ class StudySearcher(Searcher):
         return {k: v for k, v in self.__dict__.items() if k not in unpicklable}
 
     def save(self, checkpoint_path: str) -> None:
-        state = {"study": self.ot_study.study_name, "numbers": self.numbers, "completed": sorted(self.completed),
-                 "epochs": self._epochs}
+        state = {
+            "study": self.ot_study.study_name,
+            "numbers": self.numbers,
+            "completed": sorted(self.completed),
+            "epochs": self._epochs,
+        }
         with open(checkpoint_path, "w", encoding="utf-8") as f:
             json.dump(keys.plain(state), f)
 
@@ -98,8 +102,7 @@ class StudySearcher(Searcher):
         with open(checkpoint_path, encoding="utf-8") as f:
             state = json.load(f)
         if state["study"] != self.ot_study.study_name:
-            raise ValueError(f"{checkpoint_path} belongs to study {state['study']!r}, "
-                             f"not {self.ot_study.study_name!r}")
+            raise ValueError(f"{checkpoint_path} belongs to study {state['study']!r}, not {self.ot_study.study_name!r}")
         self.numbers = {k: int(v) for k, v in state["numbers"].items()}
         self.completed = set(state["completed"])
         self._epochs = state["epochs"]
@@ -137,8 +140,10 @@ class StudySearcher(Searcher):
             self._tell_infeasible(ot_trial, verdict)
             self._rejected(trial_id)
         reasons = ", ".join(f"{k}: {v}" for k, v in self.static.summary()["reasons"].items())
-        raise InfeasibleStudyError(f"{MAX_REJECTIONS} points in a row broke the constraints ({shorten(reasons)}); "
-                                   f"relax them or narrow the space")
+        raise InfeasibleStudyError(
+            f"{MAX_REJECTIONS} points in a row broke the constraints ({shorten(reasons)}); "
+            f"relax them or narrow the space"
+        )
 
     def _plan(self, number: int, params: dict[str, Any]) -> tuple[TrialRecord, Verdict]:
         """Resolve and cost a point once: the trial's record (what the worker trains) and its verdict."""
@@ -147,9 +152,15 @@ class StudySearcher(Searcher):
         verdict = self.static.evaluate(config)
         seed = trial_seed(self.study.tuner.seed, number)
         training = trial_training(self.study, point.training, seed, self.study.tuner.cpus_per_trial)
-        record = TrialRecord(number=number, config=config.to_dict(), task=self.study.task,
-                             training=TrainSettings.from_dict(training).to_dict(),  # every setting, defaults too
-                             task_options=dict(self.study.task_options), seed=seed, costs=verdict.costs)
+        record = TrialRecord(
+            number=number,
+            config=config.to_dict(),
+            task=self.study.task,
+            training=TrainSettings.from_dict(training).to_dict(),  # every setting, defaults too
+            task_options=dict(self.study.task_options),
+            seed=seed,
+            costs=verdict.costs,
+        )
         return TrialRecord.from_worker(keys.plain(record.for_worker())), verdict  # as storage will hold it
 
     def _write_plan(self, ot_trial: optuna.Trial, record: TrialRecord) -> None:
@@ -185,8 +196,15 @@ class StudySearcher(Searcher):
         epochs = self._epochs.setdefault(trial_id, [])
         if epochs and epochs[-1]["epoch"] >= result["epoch"]:
             return
-        epochs.append({k: v for k, v in result.items() if k == "epoch" or k.startswith("val_") or k in
-                       ("train_loss", "epoch_time", "wall_time", "samples_per_s", "lr")})
+        epochs.append(
+            {
+                k: v
+                for k, v in result.items()
+                if k == "epoch"
+                or k.startswith("val_")
+                or k in ("train_loss", "epoch_time", "wall_time", "samples_per_s", "lr")
+            }
+        )
         self._set_attr(trial_id, keys.epoch_key(result["epoch"]), epochs[-1])  # one key per epoch: linear writes
 
     def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:

@@ -97,8 +97,9 @@ def within_noise(groups: Sequence[SeedGroup], names: Sequence[str], directions: 
             continue
         moved = [v + (s or 0) * (1 if d == MAXIMIZE else -1) for v, s, d in zip(g.record.values, noise, directions)]
         others = [o.record for o in groups if o.number != g.number]
-        if g.number in {r.number for r in pareto_front([*others, dataclasses.replace(g.record, values=moved)],
-                                                        directions)}:
+        if g.number in {
+            r.number for r in pareto_front([*others, dataclasses.replace(g.record, values=moved)], directions)
+        }:
             out.append(g)
     return out
 
@@ -128,6 +129,12 @@ def repeats_needed(ot_study: optuna.Study, front_seeds: int) -> list[tuple[int, 
 
 def front_entry(group: SeedGroup, names: Sequence[str]) -> dict[str, Any]:
     """One front trial as ``lwnas status --json`` and exports show it."""
-    return {"trial": group.number, "values": group.record.values, "params": group.record.params,
-            "seeds": group.seeds, "seed_trials": [m.number for m in group.members],
-            "mean": dict(zip(names, group.record.values)), "std": dict(zip(names, group.std))}
+    return {
+        "trial": group.number,
+        "values": group.record.values,
+        "params": group.record.params,
+        "seeds": group.seeds,
+        "seed_trials": [m.number for m in group.members],
+        "mean": dict(zip(names, group.record.values)),
+        "std": dict(zip(names, group.std)),
+    }

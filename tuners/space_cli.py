@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -17,8 +17,9 @@ from searchspace.domains import show_value
 
 from .file_progress import FileProgress
 
-space_app = typer.Typer(help="Validate, show, sample and export the search space of a study file.",
-                        no_args_is_help=True)
+space_app = typer.Typer(
+    help="Validate, show, sample and export the search space of a study file.", no_args_is_help=True
+)
 err = Console(stderr=True, soft_wrap=True)
 
 SAMPLES_HELP = "Points costed to find the cost range and check the constraints (the smallest-width point included)."
@@ -112,8 +113,11 @@ def _validate_one(path: Path, samples: int) -> bool:
         _report(problems)
         return False
     size, exact = discrete_size(study.space)
-    err.print(f"[green]ok[/green] {escape(str(path))}: {len(study.space.searched)} searched knobs, "
-              f"{'' if exact else 'about '}{size:,} discrete combinations", highlight=False)
+    err.print(
+        f"[green]ok[/green] {escape(str(path))}: {len(study.space.searched)} searched knobs, "
+        f"{'' if exact else 'about '}{size:,} discrete combinations",
+        highlight=False,
+    )
     return True
 
 
@@ -146,29 +150,46 @@ def _summary(study, sample, size: int, exact: bool) -> dict[str, Any]:
         if knob.written is not None:  # groups: 1 is "no grouping", the points with g_mha and g_ffn off
             left_out = [show_value(v) for v in knob.written.values() if not knob.domain.contains(v)]
             domain += f" ({', '.join(left_out)}: no grouping, where the condition does not hold)"
-        knobs.append({"knob": knob.name, "domain": domain, "searched": knob.searched,
-                      "when": knob.when.describe() if knob.when else None,
-                      "implied": knob.implied.describe() if knob.implied and knob.implied != knob.when else None})
+        knobs.append(
+            {
+                "knob": knob.name,
+                "domain": domain,
+                "searched": knob.searched,
+                "when": knob.when.describe() if knob.when else None,
+                "implied": knob.implied.describe() if knob.implied and knob.implied != knob.when else None,
+            }
+        )
     costs: dict[str, Any] = {}
     for metric in ("params", "madds", "memory"):
         values = [c.verdict.costs[metric] for c in sample if metric in c.verdict.costs]
         if values:
             costs[metric] = {"min": min(values), "max": max(values)}
     feasible = sum(c.verdict.feasible for c in sample)
-    return {"study": study.name, "task": study.task, "family": study.family,
-            "objectives": [f"{o.direction} {o.metric}" for o in study.objectives],
-            "constraints": [c.describe() for c in study.constraints],
-            "budget": {"trials": study.budget.trials, "epochs": study.budget.epochs, "time_s": study.budget.time_s},
-            "tuner": {k: getattr(study.tuner, k) for k in ("sampler", "scheduler", "max_concurrent", "seed")},
-            "seed_configs": list(study.seed_configs),
-            "knobs": knobs, "discrete_size": size, "discrete_size_exact": exact,
-            "sampled": len(sample), "feasible": feasible, "cost_range": costs}
+    return {
+        "study": study.name,
+        "task": study.task,
+        "family": study.family,
+        "objectives": [f"{o.direction} {o.metric}" for o in study.objectives],
+        "constraints": [c.describe() for c in study.constraints],
+        "budget": {"trials": study.budget.trials, "epochs": study.budget.epochs, "time_s": study.budget.time_s},
+        "tuner": {k: getattr(study.tuner, k) for k in ("sampler", "scheduler", "max_concurrent", "seed")},
+        "seed_configs": list(study.seed_configs),
+        "knobs": knobs,
+        "discrete_size": size,
+        "discrete_size_exact": exact,
+        "sampled": len(sample),
+        "feasible": feasible,
+        "cost_range": costs,
+    }
 
 
 def _print_summary(study, s: dict[str, Any]) -> None:
     out = Console()
-    out.print(f"[bold]{escape(study.name)}[/bold]  task {study.task} ({study.family})  "
-              f"objectives: {', '.join(s['objectives'])}", highlight=False)
+    out.print(
+        f"[bold]{escape(study.name)}[/bold]  task {study.task} ({study.family})  "
+        f"objectives: {', '.join(s['objectives'])}",
+        highlight=False,
+    )
     if s["constraints"]:
         out.print(f"constraints: {', '.join(s['constraints'])}", highlight=False)
     b = s["budget"]
@@ -180,11 +201,15 @@ def _print_summary(study, s: dict[str, Any]) -> None:
     table = Table("knob", "domain", "condition")
     for k in s["knobs"]:
         condition = " and ".join(filter(None, [k["when"], f"({k['implied']})" if k["implied"] else None]))
-        table.add_row(k["knob"], escape(k["domain"]) if k["searched"] else f"[dim]{escape(k['domain'])}[/dim]",
-                      escape(condition))
+        table.add_row(
+            k["knob"], escape(k["domain"]) if k["searched"] else f"[dim]{escape(k['domain'])}[/dim]", escape(condition)
+        )
     out.print(table)
-    out.print(f"discrete part: {'' if s['discrete_size_exact'] else 'about '}{s['discrete_size']:,} combinations"
-              " (float knobs are continuous); conditions in parentheses are the architecture's own", highlight=False)
+    out.print(
+        f"discrete part: {'' if s['discrete_size_exact'] else 'about '}{s['discrete_size']:,} combinations"
+        " (float knobs are continuous); conditions in parentheses are the architecture's own",
+        highlight=False,
+    )
     if s["cost_range"]:
         parts = [f"{m} {r['min']:,.0f} .. {r['max']:,.0f}" for m, r in s["cost_range"].items()]
         out.print(f"cost range over {s['sampled']} sampled points: {'; '.join(parts)}", highlight=False)
@@ -197,11 +222,16 @@ def sample(
     path: Annotated[Path, typer.Argument(help="A study file.")],
     n: Annotated[int, typer.Option("-n", help="Number of configurations.")] = 5,
     seed: Annotated[int, typer.Option(help="Random seed: the same seed gives the same configurations.")] = 0,
-    out_dir: Annotated[Optional[Path], typer.Option(
-        "--out-dir", "-o", help="Also write each configuration to its own file here (accepted by `lwnas train`).")
+    out_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--out-dir", "-o", help="Also write each configuration to its own file here (accepted by `lwnas train`)."
+        ),
     ] = None,
-    constraints: Annotated[bool, typer.Option(
-        "--constraints/--no-constraints", help="Reject points that break the study's static constraints.")] = True,
+    constraints: Annotated[
+        bool,
+        typer.Option("--constraints/--no-constraints", help="Reject points that break the study's static constraints."),
+    ] = True,
 ) -> None:
     """N valid configurations drawn from the space, as YAML (knobs, `training`, `provenance`).
 
@@ -211,10 +241,9 @@ def sample(
     import numpy as np
 
     from searchspace.files import dump_config
-
-    from .constraints import StaticCosts
     from trainers.tasks import adapt_config
 
+    from .constraints import StaticCosts
     from .study_check import make_task
 
     study, _, problems = _load(path, 0, seed)
@@ -255,7 +284,7 @@ def sample(
 @space_app.command("export-nni")
 def export_nni(
     path: Annotated[Path, typer.Argument(help="A study file.")],
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
 ) -> None:
     """NNI's search_space.json for the study (conditionals as nested choices with `_name`)."""
     from searchspace.convert import to_nni

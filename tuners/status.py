@@ -13,7 +13,7 @@ from .budget import ended
 from .objectives import direction_names
 from .pareto import hypervolume, reference_point
 from .record_read import ReadTrial, RecordReader, collector_paused
-from .seeds import front_entry, groups_of, pareto_front_groups, parent_of
+from .seeds import front_entry, groups_of, parent_of, pareto_front_groups
 from .storage import record_of
 
 
@@ -46,13 +46,27 @@ def _figures(ot_study: optuna.Study, trials: list[ReadTrial] | None) -> dict[str
     ref = reference_point(means, objectives)
     timed = [r.wall_time for r in records if r.wall_time is not None]
     front = pareto_front_groups(groups, directions)
-    return {"study": ot_study.study_name, "trials": len(records), "outcomes": outcomes, "objectives": names,
-            "directions": directions, "reference_point": ref, "hypervolume": hypervolume(means, objectives, ref),
-            "front": [{**front_entry(g, names), **({"latency_device": g.record.costs["latency_device"]}
-                                                   if "latency_device" in g.record.costs else {})} for g in front],
-            "latency_devices": latency_devices(records),
-            "seconds_per_trial": sum(timed) / len(timed) if timed else None, "timed_trials": len(timed),
-            "rejected": ot_study.user_attrs.get(keys.STUDY_REJECTED), **budget_status(ot_study)}
+    return {
+        "study": ot_study.study_name,
+        "trials": len(records),
+        "outcomes": outcomes,
+        "objectives": names,
+        "directions": directions,
+        "reference_point": ref,
+        "hypervolume": hypervolume(means, objectives, ref),
+        "front": [
+            {
+                **front_entry(g, names),
+                **({"latency_device": g.record.costs["latency_device"]} if "latency_device" in g.record.costs else {}),
+            }
+            for g in front
+        ],
+        "latency_devices": latency_devices(records),
+        "seconds_per_trial": sum(timed) / len(timed) if timed else None,
+        "timed_trials": len(timed),
+        "rejected": ot_study.user_attrs.get(keys.STUDY_REJECTED),
+        **budget_status(ot_study),
+    }
 
 
 def budget_status(ot_study: optuna.Study) -> dict[str, Any]:
@@ -60,8 +74,12 @@ def budget_status(ot_study: optuna.Study) -> dict[str, Any]:
     runs of `lwnas confirm`."""
     spec_budget = (ot_study.user_attrs.get(keys.STUDY_SPEC) or {}).get("budget") or {}
     budget = ot_study.user_attrs.get(keys.STUDY_BUDGET, spec_budget.get("trials", Budget().trials))
-    return {"budget": budget, "budget_changes": ot_study.user_attrs.get(keys.STUDY_BUDGET_CHANGES, []),
-            "ended": ended(ot_study), "confirmations": ot_study.user_attrs.get(keys.STUDY_CONFIRMATIONS, [])}
+    return {
+        "budget": budget,
+        "budget_changes": ot_study.user_attrs.get(keys.STUDY_BUDGET_CHANGES, []),
+        "ended": ended(ot_study),
+        "confirmations": ot_study.user_attrs.get(keys.STUDY_CONFIRMATIONS, []),
+    }
 
 
 def latency_devices(records: list) -> dict[str, list[int]]:

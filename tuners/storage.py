@@ -32,7 +32,9 @@ STUDY_VERSION = "lwnas:version"
 STUDY_BUDGET = "lwnas:budget"  # the trial budget in force (the study file's, or as `--trials` set or raised it)
 STUDY_BUDGET_CHANGES = "lwnas:budget_changes"  # [{"from": 20, "to": 40, "at": ISO time, "counted": 20}, ...]
 STUDY_ENDED = "lwnas:ended"  # why the last driver ended: {"reason": ..., "detail": ..., "at": ..., "counted": n}
-STUDY_SAMPLER_WINDOW = "lwnas:sampler_window"  # finished trials tpe/gp learn from (null: all; tuners/windowed_sampler.py)
+STUDY_SAMPLER_WINDOW = (
+    "lwnas:sampler_window"  # finished trials tpe/gp learn from (null: all; tuners/windowed_sampler.py)
+)
 STUDY_CONFIRMATIONS = "lwnas:confirmations"  # `lwnas confirm` runs (tuners/confirm.py), by trial number
 SEED_OF = "seed_of"  # trial attribute: the trial whose point this one retrains with another seed (tuners/seeds.py)
 # -- end --
@@ -111,7 +113,7 @@ def sqlite_path(url: str) -> Path | None:
     """The file of a SQLite URL (None for other databases and for SQLite in memory)."""
     if not url.startswith("sqlite:///") or ":memory:" in url:
         return None
-    path = url[len("sqlite:///"):].split("?", 1)[0]
+    path = url[len("sqlite:///") :].split("?", 1)[0]
     return Path(path) if path and not path.startswith("file:") else None
 
 
@@ -127,13 +129,14 @@ def open_storage(url: str, *, create: bool = False, flush_each_commit: bool = Tr
 
     path = sqlite_path(url)
     if path is not None and not create and not path.is_file():
-        raise StorageError(f"no database at {masked(url)}: {path.resolve()} does not exist (is the path "
-                           f"mistyped? `lwnas sweep STUDY.yaml --storage URL` creates one)")
+        raise StorageError(
+            f"no database at {masked(url)}: {path.resolve()} does not exist (is the path "
+            f"mistyped? `lwnas sweep STUDY.yaml --storage URL` creates one)"
+        )
     try:
         storage = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs(url))
     except (SQLAlchemyError, ImportError, ValueError, OSError) as exc:
-        raise StorageError(f"cannot open storage {masked(url)}: {scrub(first_line(exc), url)}. "
-                           f"{_hint(url)}") from None
+        raise StorageError(f"cannot open storage {masked(url)}: {scrub(first_line(exc), url)}. {_hint(url)}") from None
     if path is not None:
         write_ahead_log(storage.engine)
     if not flush_each_commit:
@@ -177,7 +180,7 @@ def skip_commit_flush(engine: Any) -> None:
     def relax(dbapi_conn: Any, _: Any) -> None:
         if engine.dialect.name == "postgresql":
             autocommit, dbapi_conn.autocommit = dbapi_conn.autocommit, True  # a SET in a rolled-back transaction
-            try:                                                               # would be undone
+            try:  # would be undone
                 cursor = dbapi_conn.cursor()
                 cursor.execute("SET synchronous_commit TO off")
                 cursor.close()
@@ -202,8 +205,10 @@ def engine_kwargs(url: str) -> dict[str, Any]:
 
 def _hint(url: str) -> str:
     if url.startswith("postgresql"):
-        return ("Is the server running and reachable from this machine (and from every node of a Ray cluster)? "
-                "Is the driver installed (pip install 'psycopg[binary]')?")
+        return (
+            "Is the server running and reachable from this machine (and from every node of a Ray cluster)? "
+            "Is the driver installed (pip install 'psycopg[binary]')?"
+        )
     if url.startswith("sqlite"):
         return "Is the directory writable? A SQLite file only works where every reader shares its file system."
     return "Check the URL (sqlite:///file.db or postgresql://user@host/db)."
@@ -216,20 +221,39 @@ def epoch_key(epoch: int) -> str:
 
 def epochs_of(attrs: dict[str, Any]) -> list[dict[str, Any]]:
     """A trial's per-epoch metrics in epoch order, from either layout (one key per epoch, or the old list)."""
-    keyed = sorted((int(k[len(EPOCH_PREFIX):]), v) for k, v in attrs.items()
-                   if k.startswith(EPOCH_PREFIX) and k[len(EPOCH_PREFIX):].isdigit())
+    keyed = sorted(
+        (int(k[len(EPOCH_PREFIX) :]), v)
+        for k, v in attrs.items()
+        if k.startswith(EPOCH_PREFIX) and k[len(EPOCH_PREFIX) :].isdigit()
+    )
     return [v for _, v in keyed] if keyed else list(attrs.get(EPOCHS, []))
 
 
 def record_of(trial: Any) -> TrialRecord:
     """A TrialRecord from an Optuna FrozenTrial (written by this lwnas or an earlier one)."""
-    return record_from(trial.number, trial.state.name, trial.values, trial.params, trial.user_attrs,
-                       trial.constraints, trial.datetime_start, trial.datetime_complete)
+    return record_from(
+        trial.number,
+        trial.state.name,
+        trial.values,
+        trial.params,
+        trial.user_attrs,
+        trial.constraints,
+        trial.datetime_start,
+        trial.datetime_complete,
+    )
 
 
-def record_from(number: int, state: str, values: Any, params: dict[str, Any], attrs: dict[str, Any],
-                constraints: dict[str, float], datetime_start: Any = None, datetime_complete: Any = None,
-                epochs: Any = None) -> TrialRecord:
+def record_from(
+    number: int,
+    state: str,
+    values: Any,
+    params: dict[str, Any],
+    attrs: dict[str, Any],
+    constraints: dict[str, float],
+    datetime_start: Any = None,
+    datetime_complete: Any = None,
+    epochs: Any = None,
+) -> TrialRecord:
     """A TrialRecord from a trial's parts: ``record_of``'s work, shared with ``tuners.record_read``, which
     builds records straight from storage rows without a FrozenTrial in between (and passes ``epochs``
     still undecoded, a ``record.StoredEpochs``, instead of the ``epoch:`` keys in ``attrs``)."""
@@ -237,15 +261,27 @@ def record_from(number: int, state: str, values: Any, params: dict[str, Any], at
     default_outcome = {"COMPLETE": Outcome.COMPLETE, "PRUNED": Outcome.PRUNED, "FAIL": Outcome.FAILED}.get(state)
     default_outcome = default_outcome.value if default_outcome else state.lower()  # running, waiting
     return TrialRecord(
-        number=number, config=plan.get(CONFIG, {}), training=plan.get(TRAINING, {}),
-        task=plan.get(TASK), task_options=plan.get(TASK_OPTIONS, {}), seed=plan.get(SEED),
+        number=number,
+        config=plan.get(CONFIG, {}),
+        training=plan.get(TRAINING, {}),
+        task=plan.get(TASK),
+        task_options=plan.get(TASK_OPTIONS, {}),
+        seed=plan.get(SEED),
         costs=plan.get(COSTS, {}),
-        state=state, outcome=attrs.get(OUTCOME, default_outcome),
-        values=list(values) if values is not None else None, params=dict(params),
-        constraints=dict(constraints), epochs=epochs_of(attrs) if epochs is None else epochs,
+        state=state,
+        outcome=attrs.get(OUTCOME, default_outcome),
+        values=list(values) if values is not None else None,
+        params=dict(params),
+        constraints=dict(constraints),
+        epochs=epochs_of(attrs) if epochs is None else epochs,
         wall_time=attrs.get(WALL_TIME),
-        host=attrs.get(HOST), node=attrs.get(NODE), failure=attrs.get(FAILURE), seed_config=attrs.get(SEED_CONFIG),
-        datetime_start=datetime_start, datetime_complete=datetime_complete)
+        host=attrs.get(HOST),
+        node=attrs.get(NODE),
+        failure=attrs.get(FAILURE),
+        seed_config=attrs.get(SEED_CONFIG),
+        datetime_start=datetime_start,
+        datetime_complete=datetime_complete,
+    )
 
 
 def planned_attrs(record: TrialRecord) -> dict[str, Any]:
@@ -253,8 +289,18 @@ def planned_attrs(record: TrialRecord) -> dict[str, Any]:
 
     One attribute, not one per field: each attribute is a transaction of its own through Optuna's storage
     API (read the trial, write, commit), so six keys cost five more transactions per trial than one."""
-    return {PLAN: plain({CONFIG: record.config, TRAINING: record.training, TASK: record.task,
-                         TASK_OPTIONS: record.task_options, SEED: record.seed, COSTS: record.costs})}
+    return {
+        PLAN: plain(
+            {
+                CONFIG: record.config,
+                TRAINING: record.training,
+                TASK: record.task,
+                TASK_OPTIONS: record.task_options,
+                SEED: record.seed,
+                COSTS: record.costs,
+            }
+        )
+    }
 
 
 def plain(value: Any) -> Any:

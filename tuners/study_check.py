@@ -50,9 +50,15 @@ def absolute_paths(study: Study) -> Study:
     except ValueError:  # the task itself does not resolve; make_task reports it with its line
         return study
     if missing:
-        raise StudyError([(study.where(("task_options", key)), f"no such file or directory: {options[key]} "
-                                                                f"(relative paths start at the study file's folder)")
-                          for key in missing])
+        raise StudyError(
+            [
+                (
+                    study.where(("task_options", key)),
+                    f"no such file or directory: {options[key]} (relative paths start at the study file's folder)",
+                )
+                for key in missing
+            ]
+        )
     return replace(study, task_options=options, source={**study.source, "task_options": options})
 
 
@@ -61,8 +67,15 @@ def with_data(study: Study, data: Path | None) -> Study:
     if data is None:
         return study
     if "path" not in getattr(task_class(study.task), "path_options", ()):
-        raise StudyError([("--data", f"task `{study.task}` reads no data path; --data serves the tasks that read "
-                                     f"your data ({', '.join(data_tasks())})")])
+        raise StudyError(
+            [
+                (
+                    "--data",
+                    f"task `{study.task}` reads no data path; --data serves the tasks that read "
+                    f"your data ({', '.join(data_tasks())})",
+                )
+            ]
+        )
     if not data.exists():
         raise StudyError([("--data", f"no such file or directory: {data}")])
     options = {**study.task_options, "path": str(data.resolve())}
@@ -71,6 +84,7 @@ def with_data(study: Study, data: Path | None) -> Study:
 
 def data_tasks() -> tuple[str, ...]:
     from trainers.tasks import DATA_TASKS
+
     return DATA_TASKS
 
 
@@ -110,8 +124,12 @@ def task_problems(study: Study, task: Task) -> list[tuple[str, str]]:
     """The study's family and objectives against what the task trains and reports."""
     problems = []
     if task.family and task.family != study.family:  # a plugin class may leave its family to the study
-        problems.append((study.where(("family",)), f"task `{study.task}` trains family `{task.family}`, "
-                                                   f"but the study says `{study.family}`"))
+        problems.append(
+            (
+                study.where(("family",)),
+                f"task `{study.task}` trains family `{task.family}`, but the study says `{study.family}`",
+            )
+        )
     metrics = {task.metric: task.direction, **getattr(task, "metrics", {})}
     as_mapping = isinstance(study.source.get("objectives"), dict)
     for i, objective in enumerate(study.objectives):
@@ -119,11 +137,17 @@ def task_problems(study: Study, task: Task) -> list[tuple[str, str]]:
             continue
         where = study.where(("objectives", objective.metric if as_mapping else i))
         if objective.metric not in metrics:
-            problems.append((where, f"task `{study.task}` reports no metric `{objective.metric}`; it reports "
-                                    f"{', '.join(sorted(metrics))} (and the costs {', '.join(COST_METRICS)})"))
+            problems.append(
+                (
+                    where,
+                    f"task `{study.task}` reports no metric `{objective.metric}`; it reports "
+                    f"{', '.join(sorted(metrics))} (and the costs {', '.join(COST_METRICS)})",
+                )
+            )
         elif metrics[objective.metric] != objective.direction:
-            problems.append((where, f"`{objective.metric}` should be {metrics[objective.metric]}d, "
-                                    f"not {objective.direction}d"))
+            problems.append(
+                (where, f"`{objective.metric}` should be {metrics[objective.metric]}d, not {objective.direction}d")
+            )
     return problems
 
 
@@ -138,6 +162,7 @@ def low_corner(space: SearchSpace) -> dict:
 
     Usually the cheapest point, so a constraint it meets is not reported as unsatisfiable.
     """
+
     def lowest(knob: Knob):
         d = knob.domain
         if isinstance(d, IntRange):
@@ -145,11 +170,13 @@ def low_corner(space: SearchSpace) -> dict:
         if isinstance(d, Choice) and all(isinstance(v, int) for v in d.choices):
             return min(d.choices)
         return d.at(0)
+
     return space.active_params(space.effective(lowest))
 
 
-def cost_sample(study: Study, static: StaticCosts, n: int, seed: int = 0,
-                step: Callable[[], None] | None = None) -> list[CostedPoint]:
+def cost_sample(
+    study: Study, static: StaticCosts, n: int, seed: int = 0, step: Callable[[], None] | None = None
+) -> list[CostedPoint]:
     """The low corner plus ``n - 1`` random points of the space, each with its static costs."""
     rng = np.random.default_rng(seed)
     params = [low_corner(study.space)] + [study.space.sample(rng) for _ in range(max(0, n - 1))]
@@ -165,16 +192,22 @@ def cost_sample(study: Study, static: StaticCosts, n: int, seed: int = 0,
 def constraint_problems(study: Study, sample: list[CostedPoint]) -> list[tuple[str, str]]:
     """Constraints that no sampled point meets (each on its own, then all together)."""
     problems = []
-    for i, constraint in enumerate(study.constraints):
+    for constraint in study.constraints:
         values = [c.verdict.costs[constraint.metric] for c in sample]
         if all(constraint.violation(v) > 0 for v in values):
-            problems.append((study.where(("constraints", constraint.metric)),
-                             f"no point meets {constraint.describe()}: across {len(sample)} sampled points "
-                             f"(including the smallest widths) {constraint.metric} runs from {min(values):,.0f} "
-                             f"to {max(values):,.0f}"))
+            problems.append(
+                (
+                    study.where(("constraints", constraint.metric)),
+                    f"no point meets {constraint.describe()}: across {len(sample)} sampled points "
+                    f"(including the smallest widths) {constraint.metric} runs from {min(values):,.0f} "
+                    f"to {max(values):,.0f}",
+                )
+            )
     if not problems and study.constraints and not any(c.verdict.feasible for c in sample):
-        problems.append((study.where(("constraints",)),
-                         f"no sampled point meets all constraints together ({len(sample)} points tried)"))
+        problems.append(
+            (
+                study.where(("constraints",)),
+                f"no sampled point meets all constraints together ({len(sample)} points tried)",
+            )
+        )
     return problems
-
-

@@ -99,14 +99,19 @@ def open_study_storage(study: Study, options: SweepOptions, resume: bool, storag
         trials_so_far = len(storage.get_all_trials(storage.get_study_id_from_name(name), deepcopy=False))
         return optuna.load_study(study_name=name, storage=storage, sampler=make_sampler(study, trials_so_far))
     if name in existing:
-        raise SweepError(f"study {name!r} already exists in {masked(options.storage)}: continue it with "
-                         f"`lwnas resume {name}`, or give this sweep another --name")
+        raise SweepError(
+            f"study {name!r} already exists in {masked(options.storage)}: continue it with "
+            f"`lwnas resume {name}`, or give this sweep another --name"
+        )
     try:
-        ot_study = optuna.create_study(study_name=name, storage=storage, directions=directions,
-                                       sampler=make_sampler(study))
+        ot_study = optuna.create_study(
+            study_name=name, storage=storage, directions=directions, sampler=make_sampler(study)
+        )
     except optuna.exceptions.DuplicatedStudyError:  # another `lwnas sweep` created it a moment ago
-        raise SweepError(f"study {name!r} already exists in {masked(options.storage)}: continue it with "
-                         f"`lwnas resume {name}`, or give this sweep another --name") from None
+        raise SweepError(
+            f"study {name!r} already exists in {masked(options.storage)}: continue it with "
+            f"`lwnas resume {name}`, or give this sweep another --name"
+        ) from None
     with warnings.catch_warnings():  # experimental in Optuna 5, and what optuna-dashboard reads
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         ot_study.set_metric_names([o.metric for o in study.objectives])
@@ -165,15 +170,17 @@ def run_sweep(study: Study, options: SweepOptions, resume: bool = False) -> optu
     lease.acquire()
     try:
         if lease.taken_over:
-            out.print(f"took the study over from a driver that is gone ({lease.taken_over.describe()})",
-                      highlight=False)
+            out.print(
+                f"took the study over from a driver that is gone ({lease.taken_over.describe()})", highlight=False
+            )
         return _drive(study, options, ot_study, storage, lease, resume, out)
     finally:
         lease.release()
 
 
-def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, storage: Any, lease, resume: bool,
-           out: Console) -> optuna.Study:
+def _drive(
+    study: Study, options: SweepOptions, ot_study: optuna.Study, storage: Any, lease, resume: bool, out: Console
+) -> optuna.Study:
     """The sweep itself, run while this driver holds the study's lease."""
     from ray import tune
 
@@ -197,15 +204,19 @@ def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, storage:
     budget = budget_in_force(ot_study, study)
     remaining = budget - counted_trials(ot_study)
     if remaining <= 0:
-        out.print(f"study {ot_study.study_name!r} already has its {budget} trials; grow it with: "
-                  f"lwnas resume {shlex.quote(ot_study.study_name)} --trials N")
+        out.print(
+            f"study {ot_study.study_name!r} already has its {budget} trials; grow it with: "
+            f"lwnas resume {shlex.quote(ot_study.study_name)} --trials N"
+        )
         return ot_study
     rule, since = study.budget.stop_when, counted_at_last_raise(ot_study)
     stalled = stalled_in_storage(ot_study, rule, since) if rule is not None else None
     if stalled:  # a resumed sweep whose front had already stopped moving stays ended
         record_end(ot_study, Ended.FRONT_STALLED, stalled, counted_trials(ot_study))
-        out.print(f"study {ot_study.study_name!r} ended: {stalled}; grow it with: "
-                  f"lwnas resume {shlex.quote(ot_study.study_name)} --trials N")
+        out.print(
+            f"study {ot_study.study_name!r} ended: {stalled}; grow it with: "
+            f"lwnas resume {shlex.quote(ot_study.study_name)} --trials N"
+        )
         return ot_study
     task = make_task(study)
     static = StaticCosts(study, task)
@@ -234,16 +245,28 @@ def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, storage:
     progress = SweepProgress(ot_study, study, remaining, out, quiet=options.quiet, log_path=log_path)
     tuner = tune.Tuner(
         trainable,
-        tune_config=tune.TuneConfig(search_alg=searcher, scheduler=scheduler, num_samples=remaining,
-                                    max_concurrent_trials=concurrent, reuse_actors=True,
-                                    trial_dirname_creator=trial_dirname,
-                                    time_budget_s=study.budget.time_s),
-        run_config=tune.RunConfig(name=run_name,
-                                  storage_path=str(_ray_results_dir()), verbose=0, callbacks=[progress],
-                                  stop=LeaseStopper(lease),
-                                  failure_config=tune.FailureConfig(max_failures=study.tuner.max_failures)))
-    out.print(f"sweep {ot_study.study_name!r}: {remaining} trials, up to {concurrent} at a time, "
-              f"{study.tuner.sampler} sampler, scheduler {study.tuner.scheduler}; storage {masked(options.storage)}")
+        tune_config=tune.TuneConfig(
+            search_alg=searcher,
+            scheduler=scheduler,
+            num_samples=remaining,
+            max_concurrent_trials=concurrent,
+            reuse_actors=True,
+            trial_dirname_creator=trial_dirname,
+            time_budget_s=study.budget.time_s,
+        ),
+        run_config=tune.RunConfig(
+            name=run_name,
+            storage_path=str(_ray_results_dir()),
+            verbose=0,
+            callbacks=[progress],
+            stop=LeaseStopper(lease),
+            failure_config=tune.FailureConfig(max_failures=study.tuner.max_failures),
+        ),
+    )
+    out.print(
+        f"sweep {ot_study.study_name!r}: {remaining} trials, up to {concurrent} at a time, "
+        f"{study.tuner.sampler} sampler, scheduler {study.tuner.scheduler}; storage {masked(options.storage)}"
+    )
     started = time.monotonic()
     try:
         # Ray prints its banners to stdout (keep stdout for results), failed trials' tracebacks go to the log
@@ -253,8 +276,11 @@ def _drive(study: Study, options: SweepOptions, ot_study: optuna.Study, storage:
         if lease.lost is None:
             lease.renew()  # a storage that broke while the last trials ran
         if lease.lost is not None:
-            fix = (_storage_fix(options.storage, ot_study) if lease.storage_failed
-                   else "Let the driver that holds it now finish, or stop it and resume from here")
+            fix = (
+                _storage_fix(options.storage, ot_study)
+                if lease.storage_failed
+                else "Let the driver that holds it now finish, or stop it and resume from here"
+            )
             raise StorageError(f"the sweep stopped: {lease.lost}. {fix}")
         done = counted_trials(ot_study)
         stalled = searcher.reason if isinstance(searcher, StopWhenFrontStalls) and done < budget else None
@@ -300,8 +326,10 @@ def _user_error(exc: Exception, url: str, ot_study: optuna.Study) -> Exception:
         if isinstance(seen, LwnasError):
             return seen
         if isinstance(seen, (SQLAlchemyError, optuna.exceptions.StorageInternalError)):
-            return StorageError(f"the storage {masked(url)} failed mid-sweep: {scrub(first_line(seen), url)}. "
-                                f"{_storage_fix(url, ot_study)}")
+            return StorageError(
+                f"the storage {masked(url)} failed mid-sweep: {scrub(first_line(seen), url)}. "
+                f"{_storage_fix(url, ot_study)}"
+            )
         seen = seen.__cause__ or seen.__context__
     return exc
 
@@ -371,4 +399,3 @@ def trials_summary(ot_study: optuna.Study) -> dict[str, Any]:
         outcome = t.user_attrs.get(keys.OUTCOME, t.state.name.lower())
         counts[outcome] = counts.get(outcome, 0) + 1
     return counts
-

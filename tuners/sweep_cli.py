@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -14,10 +14,12 @@ from rich.markup import escape
 from .storage import DEFAULT_STORAGE
 
 err = Console(stderr=True, soft_wrap=True)
-STORAGE_HELP = ("SQL storage of the sweep's Optuna study: a SQLite file (sqlite:///lwnas.db, the default, in the "
-                "working directory) or postgresql://user@host/db for clusters. lwnas never prints a password, but "
-                "one given on the command line shows in `ps` to every user of the machine: put such a URL in "
-                "the LWNAS_STORAGE environment variable instead.")
+STORAGE_HELP = (
+    "SQL storage of the sweep's Optuna study: a SQLite file (sqlite:///lwnas.db, the default, in the "
+    "working directory) or postgresql://user@host/db for clusters. lwnas never prints a password, but "
+    "one given on the command line shows in `ps` to every user of the machine: put such a URL in "
+    "the LWNAS_STORAGE environment variable instead."
+)
 VALIDATE_SAMPLES = 8  # points costed to check the constraints, as `lwnas space validate` does by default
 Storage = Annotated[str, typer.Option("--storage", envvar="LWNAS_STORAGE", help=STORAGE_HELP)]
 
@@ -45,24 +47,36 @@ def _open_ot_study(name: str, storage: str):
         return optuna.load_study(study_name=name, storage=backend), backend
     except KeyError:
         names = [s.study_name for s in optuna.get_all_study_summaries(backend)]
-        raise StorageError(f"no study {shown(name)} in {masked(storage)}; studies there: "
-                           f"{shorten(', '.join(names), 500) or 'none'}") from None
+        raise StorageError(
+            f"no study {shown(name)} in {masked(storage)}; studies there: {shorten(', '.join(names), 500) or 'none'}"
+        ) from None
 
 
 def sweep(
     study_file: Annotated[Path, typer.Argument(help="Study file (see docs/studies.md), e.g. studies/quickstart.yaml.")],
     storage: Storage = DEFAULT_STORAGE,
-    address: Annotated[Optional[str], typer.Option(
-        "--address", help="Address of an existing Ray cluster (ray start --head); default: Ray on this machine.")
+    address: Annotated[
+        str | None,
+        typer.Option(
+            "--address", help="Address of an existing Ray cluster (ray start --head); default: Ray on this machine."
+        ),
     ] = None,
-    trials: Annotated[Optional[int], typer.Option(help="Trials to train (overrides the study's budget).")] = None,
-    max_concurrent: Annotated[Optional[int], typer.Option(help="Trials running at once.")] = None,
-    name: Annotated[Optional[str], typer.Option(
-        help="Name of the study in storage (default: the study's): 1 to 100 letters, digits, -, _ or ., "
-             "starting with a letter or digit.")] = None,
-    data: Annotated[Optional[Path], typer.Option(
-        help="Data of a task that reads yours (features, image-folder, cifar, vqa, captions, caption-retrieval): "
-             "replaces the study's task_options.path.")] = None,
+    trials: Annotated[int | None, typer.Option(help="Trials to train (overrides the study's budget).")] = None,
+    max_concurrent: Annotated[int | None, typer.Option(help="Trials running at once.")] = None,
+    name: Annotated[
+        str | None,
+        typer.Option(
+            help="Name of the study in storage (default: the study's): 1 to 100 letters, digits, -, _ or ., "
+            "starting with a letter or digit."
+        ),
+    ] = None,
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            help="Data of a task that reads yours (features, image-folder, cifar, vqa, captions, caption-retrieval): "
+            "replaces the study's task_options.path."
+        ),
+    ] = None,
 ) -> None:
     """Find the accuracy-vs-cost Pareto front of a study: Ray Tune runs the trials, Optuna proposes them.
 
@@ -98,11 +112,15 @@ def sweep(
 def resume(
     name: Annotated[str, typer.Argument(help="Name of the study in storage.")],
     storage: Storage = DEFAULT_STORAGE,
-    address: Annotated[Optional[str], typer.Option("--address", help="Address of an existing Ray cluster.")] = None,
-    max_concurrent: Annotated[Optional[int], typer.Option(help="Trials running at once.")] = None,
-    trials: Annotated[Optional[int], typer.Option(
-        help="Raise the study's budget to this many trials in all (it never shrinks), recorded on the study; "
-             "a finished sweep goes on from its stored trials.")] = None,
+    address: Annotated[str | None, typer.Option("--address", help="Address of an existing Ray cluster.")] = None,
+    max_concurrent: Annotated[int | None, typer.Option(help="Trials running at once.")] = None,
+    trials: Annotated[
+        int | None,
+        typer.Option(
+            help="Raise the study's budget to this many trials in all (it never shrinks), recorded on the study; "
+            "a finished sweep goes on from its stored trials."
+        ),
+    ] = None,
 ) -> None:
     """Continue a sweep whose driver stopped (Ctrl-C, kill, restart): finished trials are kept, trials that
     were running are re-queued, and the rest of the budget runs. With --trials N, grow a finished sweep."""
@@ -122,8 +140,11 @@ def resume(
         study = study_from_dict(spec, task_family=task_family)
     except StudyError as exc:
         _fail("; ".join(f"{w}: {m}" for w, m in exc.problems))
-    run_sweep(study, SweepOptions(storage=storage, address=address, max_concurrent=max_concurrent, name=name,
-                                  trials=trials), resume=True)
+    run_sweep(
+        study,
+        SweepOptions(storage=storage, address=address, max_concurrent=max_concurrent, name=name, trials=trials),
+        resume=True,
+    )
 
 
 def status(
@@ -144,20 +165,28 @@ def status(
         sys.stdout.write(json.dumps(s, indent=2, default=str) + "\n")
         return
     out = Console(soft_wrap=True)
-    out.print(f"[bold]{escape(name)}[/bold]: " + ", ".join(f"{k} {v}" for k, v in s["outcomes"].items()),
-              highlight=False)
+    out.print(
+        f"[bold]{escape(name)}[/bold]: " + ", ".join(f"{k} {v}" for k, v in s["outcomes"].items()), highlight=False
+    )
     if s["rejected"]:
-        out.print(f"constraints rejected {s['rejected']['rejected']} of {s['rejected']['checked']} proposed points "
-                  f"({', '.join(f'{k}: {v}' for k, v in s['rejected']['reasons'].items())})", highlight=False)
+        out.print(
+            f"constraints rejected {s['rejected']['rejected']} of {s['rejected']['checked']} proposed points "
+            f"({', '.join(f'{k}: {v}' for k, v in s['rejected']['reasons'].items())})",
+            highlight=False,
+        )
     ref = ", ".join(f"{m} {v:g}" for m, v in zip(s["objectives"], s["reference_point"]))
     out.print(f"hypervolume {s['hypervolume']:.6g} (reference point: {ref})", highlight=False)
-    out.print(f"budget {s['budget']} trials" + "".join(
-        f"; raised from {c['from']} to {c['to']} at {c['at']}" for c in s["budget_changes"]), highlight=False)
+    out.print(
+        f"budget {s['budget']} trials"
+        + "".join(f"; raised from {c['from']} to {c['to']} at {c['at']}" for c in s["budget_changes"]),
+        highlight=False,
+    )
     if s["ended"]:
         out.print(f"ended ({s['ended']['reason']}, {s['ended']['at']}): {s['ended']['detail']}", highlight=False)
     if s["seconds_per_trial"] is not None:
-        out.print(f"time per trained trial: {s['seconds_per_trial']:.1f} s (mean of {s['timed_trials']})",
-                  highlight=False)
+        out.print(
+            f"time per trained trial: {s['seconds_per_trial']:.1f} s (mean of {s['timed_trials']})", highlight=False
+        )
     print_front(ot_study, None, out, trials)
     _print_latency_devices(s["latency_devices"], out)
 
@@ -167,27 +196,46 @@ def _print_latency_devices(devices: dict[str, list[int]], out: Console) -> None:
     if len(devices) == 1:
         out.print(f"latency measured on {escape(next(iter(devices)))}", highlight=False)
     elif devices:
-        out.print(f"[yellow]warning[/yellow] latencies of this study were measured on {len(devices)} different "
-                  f"devices or machines and are not comparable across them:", highlight=False)
+        out.print(
+            f"[yellow]warning[/yellow] latencies of this study were measured on {len(devices)} different "
+            f"devices or machines and are not comparable across them:",
+            highlight=False,
+        )
         for device, numbers in devices.items():
             out.print(f"  {escape(device)}: trials {', '.join(map(str, numbers))}", highlight=False)
 
 
 def export(
-    name: Annotated[Optional[str], typer.Argument(help="Name of the study in storage (or give --checkpoint).")
-                    ] = None,
+    name: Annotated[str | None, typer.Argument(help="Name of the study in storage (or give --checkpoint).")] = None,
     trials: Annotated[str, typer.Option(help="`pareto` (the front) or trial numbers like 1,5,9.")] = "pareto",
-    output: Annotated[Path, typer.Option("--output", "-o", help="Directory for the exported files.")
-                      ] = Path("exported"),
-    fmt: Annotated[str, typer.Option(
-        "--format", "-f", help="yaml: a configuration `lwnas train` accepts; torch: a torch.export .pt2 and onnx: an "
-                               ".onnx model, both of which run without lwnas (see docs/deploy.md).")] = "yaml",
-    checkpoint: Annotated[Optional[Path], typer.Option(
-        "--checkpoint", help="Export this checkpoint.pt of `lwnas train` (its trained weights) instead of a study's "
-                             "trials; with --format torch or onnx.")] = None,
-    infeasible: Annotated[bool, typer.Option(
-        "--infeasible", help="Allow --trials numbers that name infeasible trials (they broke the constraints and were "
-                            "never trained; `pareto` never holds one).")] = False,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Directory for the exported files.")] = Path(
+        "exported"
+    ),
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="yaml: a configuration `lwnas train` accepts; torch: a torch.export .pt2 and onnx: an "
+            ".onnx model, both of which run without lwnas (see docs/deploy.md).",
+        ),
+    ] = "yaml",
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint",
+            help="Export this checkpoint.pt of `lwnas train` (its trained weights) instead of a study's "
+            "trials; with --format torch or onnx.",
+        ),
+    ] = None,
+    infeasible: Annotated[
+        bool,
+        typer.Option(
+            "--infeasible",
+            help="Allow --trials numbers that name infeasible trials (they broke the constraints and were "
+            "never trained; `pareto` never holds one).",
+        ),
+    ] = False,
     storage: Storage = DEFAULT_STORAGE,
 ) -> None:
     """Write one file per trial: a YAML (configuration, task, training settings with the trial's seed, provenance)
@@ -215,11 +263,19 @@ def export(
     for p in paths:
         sys.stdout.write(f"{p}\n")
     if fmt == "yaml":
-        err.print(f"wrote {len(paths)} files; retrain one (the same seed reproduces its values) with: "
-                  f"lwnas train {shlex.quote(str(paths[0]))}", highlight=False, markup=False)
+        err.print(
+            f"wrote {len(paths)} files; retrain one (the same seed reproduces its values) with: "
+            f"lwnas train {shlex.quote(str(paths[0]))}",
+            highlight=False,
+            markup=False,
+        )
     else:
-        err.print(f"wrote {len(paths)} {fmt} files with initialised weights (a search keeps none); train a YAML "
-                  f"export and use --checkpoint for trained weights", highlight=False, markup=False)
+        err.print(
+            f"wrote {len(paths)} {fmt} files with initialised weights (a search keeps none); train a YAML "
+            f"export and use --checkpoint for trained weights",
+            highlight=False,
+            markup=False,
+        )
 
 
 def _export_checkpoint(checkpoint: Path, fmt: str, output: Path) -> None:
@@ -227,8 +283,11 @@ def _export_checkpoint(checkpoint: Path, fmt: str, output: Path) -> None:
     from .deploy_export import SUFFIX, checkpoint_model, write_model
 
     if fmt == "yaml":
-        _fail(f"--checkpoint exports a model file: use --format torch or onnx (the configuration is already in "
-              f"{checkpoint.parent / 'config.yaml'})", code=2)
+        _fail(
+            f"--checkpoint exports a model file: use --format torch or onnx (the configuration is already in "
+            f"{checkpoint.parent / 'config.yaml'})",
+            code=2,
+        )
     if output.exists() and not output.is_dir():
         _fail(f"-o {output} is a file, not a folder: give a folder for the exported files")
     model, config, provenance = checkpoint_model(checkpoint)

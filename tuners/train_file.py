@@ -9,8 +9,13 @@ from typing import Any
 from trainers.loop import TrainResult
 
 
-def train_config_file(config: Path, task: str | None = None, data: Path | None = None,
-                      overrides: dict[str, Any] | None = None, out: Path | None = None) -> tuple[TrainResult, str]:
+def train_config_file(
+    config: Path,
+    task: str | None = None,
+    data: Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    out: Path | None = None,
+) -> tuple[TrainResult, str]:
     """Train ``config`` (an exported or hand-written file) with ``overrides`` on its training settings;
     the result and the task's name. With ``out``, checkpoint.pt, metrics.json and config.yaml go there.
 
@@ -20,6 +25,7 @@ def train_config_file(config: Path, task: str | None = None, data: Path | None =
     from trainers.checkpoint import save_run
     from trainers.loop import TrainSettings
     from trainers.loop import train as run_training
+
     from .config_task import file_task, file_task_built
 
     f = load_config_file(config)

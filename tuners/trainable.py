@@ -65,9 +65,16 @@ def train_record(record: TrialRecord, report: Callable[[dict[str, Any]], None]) 
     def epoch(result: dict[str, Any]) -> None:
         result = {**planned, **result}  # what this worker counted (params) wins over the plan
         if result["epoch"] == 1:  # the model exists now and its parameters are counted
-            result = {**result, BUILT: {"config": config.to_dict(), "params": result["params"],
-                                        "training": settings.to_dict(), "task": record.task,
-                                        "task_options": record.task_options}}
+            result = {
+                **result,
+                BUILT: {
+                    "config": config.to_dict(),
+                    "params": result["params"],
+                    "training": settings.to_dict(),
+                    "task": record.task,
+                    "task_options": record.task_options,
+                },
+            }
         report(result)
 
     try:
@@ -87,6 +94,7 @@ def run_trial(config: dict[str, Any]) -> None:
     try:
         train_record(TrialRecord.from_worker(config[RECORD]), lambda r: tune.report({**r, **where}))
     except Exception as exc:
-        tune.report({"lwnas_error": f"{type(exc).__name__}: {exc}", **where,
-                     "lwnas_traceback": traceback.format_exc(limit=8)})
+        tune.report(
+            {"lwnas_error": f"{type(exc).__name__}: {exc}", **where, "lwnas_traceback": traceback.format_exc(limit=8)}
+        )
         raise

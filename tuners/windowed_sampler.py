@@ -107,14 +107,16 @@ class WindowedSampler(BaseSampler):
 
     # A trial this sampler did not see asked (called outside Optuna's ``Study.ask``) has no mirror
     # copy: the inner sampler gets the real study then, unbounded but correct.
-    def sample_relative(self, study: Study, trial: FrozenTrial,
-                        search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
+    def sample_relative(
+        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
         if trial.number not in self._running:
             return self.inner.sample_relative(study, trial, search_space)
         return self.inner.sample_relative(self._mirror, self._mirror_trial(trial), search_space)
 
-    def sample_independent(self, study: Study, trial: FrozenTrial, param_name: str,
-                           param_distribution: BaseDistribution) -> Any:
+    def sample_independent(
+        self, study: Study, trial: FrozenTrial, param_name: str, param_distribution: BaseDistribution
+    ) -> Any:
         if trial.number not in self._running:
             return self.inner.sample_independent(study, trial, param_name, param_distribution)
         return self.inner.sample_independent(self._mirror, self._mirror_trial(trial), param_name, param_distribution)
@@ -141,7 +143,7 @@ class WindowedSampler(BaseSampler):
             self._new_mirror()
         trials = study.get_trials(deepcopy=False)
         fresh = []
-        for trial in trials[self._low:]:  # numbers are 0..n-1 in order: only the tail can be new
+        for trial in trials[self._low :]:  # numbers are 0..n-1 in order: only the tail can be new
             if trial.number in self._running and not trial.state.is_finished():
                 self._mirror_trial(trial)  # params suggested since (GP reads running trials' params)
                 continue
@@ -162,7 +164,7 @@ class WindowedSampler(BaseSampler):
         if self.keep_front:
             for trial in finished:
                 self._update_front(trial)
-        kept = [_slim(t, t.number) for t in finished[-self.window:]]  # older ones would be trimmed at once
+        kept = [_slim(t, t.number) for t in finished[-self.window :]]  # older ones would be trimmed at once
         if len(self._recent) + len(kept) > self.window + self.slack:
             self._recent.extend(kept)
             self._trim()
@@ -171,8 +173,9 @@ class WindowedSampler(BaseSampler):
             for trial in kept:
                 self._storage.create_new_trial(self._mirror_id, template_trial=trial)
 
-    def _finish_mirrored(self, number: int, state: TrialState, values: Sequence[float] | None,
-                         real: FrozenTrial | None = None) -> None:
+    def _finish_mirrored(
+        self, number: int, state: TrialState, values: Sequence[float] | None, real: FrozenTrial | None = None
+    ) -> None:
         """End the mirror trial of real trial ``number``; a learned state joins the window."""
         trial_id = self._running.pop(number)
         if real is not None:  # copy what the trial gained since it was asked
@@ -223,8 +226,10 @@ class WindowedSampler(BaseSampler):
         self._new_mirror()
         for trial in (*front, *self._recent):
             self._storage.create_new_trial(self._mirror_id, template_trial=trial)
-        self._running = {number: self._storage.create_new_trial(self._mirror_id, template_trial=old.get_trial(tid))
-                         for number, tid in running.items()}
+        self._running = {
+            number: self._storage.create_new_trial(self._mirror_id, template_trial=old.get_trial(tid))
+            for number, tid in running.items()
+        }
 
     def _update_front(self, trial: FrozenTrial, number: int | None = None) -> None:
         """Keep the non-dominated feasible COMPLETE trials (by real trial number)."""
@@ -234,8 +239,9 @@ class WindowedSampler(BaseSampler):
         for member in self._front.values():
             if _weakly_dominates(_minimised(member.values, self._directions), point):
                 return
-        self._front = {n: m for n, m in self._front.items()
-                       if not _weakly_dominates(point, _minimised(m.values, self._directions))}
+        self._front = {
+            n: m for n, m in self._front.items() if not _weakly_dominates(point, _minimised(m.values, self._directions))
+        }
         number = trial.number if number is None else number
         self._front[number] = _slim(trial, number)
 
@@ -244,10 +250,19 @@ def _slim(trial: FrozenTrial, number: int) -> FrozenTrial:
     """A copy with what samplers read, numbered as the real trial (no user attributes: lwnas's records
     are most of a trial's bytes). The mirror storage renumbers its own deep copy."""
     return optuna.trial.FrozenTrial(
-        number=number, state=trial.state, value=None, values=trial.values,
-        datetime_start=trial.datetime_start, datetime_complete=trial.datetime_complete, params=trial.params,
-        distributions=trial.distributions, user_attrs={}, system_attrs=trial.system_attrs,
-        intermediate_values=trial.intermediate_values, trial_id=-1)
+        number=number,
+        state=trial.state,
+        value=None,
+        values=trial.values,
+        datetime_start=trial.datetime_start,
+        datetime_complete=trial.datetime_complete,
+        params=trial.params,
+        distributions=trial.distributions,
+        user_attrs={},
+        system_attrs=trial.system_attrs,
+        intermediate_values=trial.intermediate_values,
+        trial_id=-1,
+    )
 
 
 def _minimised(values: Iterable[float], directions: list[StudyDirection]) -> tuple[float, ...]:

@@ -8,7 +8,17 @@ from .mlp import FeedForward
 from .pooling import AttentionPool, MeanPool, SketchCoder, SketchPool, build_pooling
 
 __all__ = [
-    "AttentionPool", "CoupledAttention", "DecoderLayer", "EncoderLayer", "FeedForward", "GroupedLinear",
-    "MeanPool", "MultiHeadAttention", "ScaledDotProductAttention", "SharedStack", "SketchCoder", "SketchPool",
+    "AttentionPool",
+    "CoupledAttention",
+    "DecoderLayer",
+    "EncoderLayer",
+    "FeedForward",
+    "GroupedLinear",
+    "MeanPool",
+    "MultiHeadAttention",
+    "ScaledDotProductAttention",
+    "SharedStack",
+    "SketchCoder",
+    "SketchPool",
     "build_pooling",
 ]

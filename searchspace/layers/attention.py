@@ -30,8 +30,15 @@ class ScaledDotProductAttention(nn.Module):
         super().__init__()
         self.dropout = dropout
 
-    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_mask: torch.Tensor | None = None,
-                causal: bool = False, bias: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        key_mask: torch.Tensor | None = None,
+        causal: bool = False,
+        bias: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         mask = None
         if key_mask is not None:
             mask = key_mask[:, None, None, :]  # (B, 1, 1, Tk), True = attend
@@ -70,10 +77,23 @@ class MultiHeadAttention(nn.Module):
         coupled_scale: ``quarter`` or ``half``: the coupled kernel's logit scale (``CoupledAttention``).
     """
 
-    def __init__(self, dim: int, num_heads: int, groups: int = 1, g_mha: bool = False, weight_sharing: bool = False,
-                 qk_expansion: int = 1, g_lml: bool = False, attention_sharing: str = "none",
-                 kernel: str = "standard", grid: tuple[int, int] | None = None, relation_dim: int = 0,
-                 dropout: float = 0.0, qkv_bias: bool = True, coupled_scale: str = "quarter"):
+    def __init__(
+        self,
+        dim: int,
+        num_heads: int,
+        groups: int = 1,
+        g_mha: bool = False,
+        weight_sharing: bool = False,
+        qk_expansion: int = 1,
+        g_lml: bool = False,
+        attention_sharing: str = "none",
+        kernel: str = "standard",
+        grid: tuple[int, int] | None = None,
+        relation_dim: int = 0,
+        dropout: float = 0.0,
+        qkv_bias: bool = True,
+        coupled_scale: str = "quarter",
+    ):
         super().__init__()
         if dim % num_heads:
             raise ValueError(f"dim ({dim}) must be divisible by num_heads ({num_heads})")
@@ -124,8 +144,14 @@ class MultiHeadAttention(nn.Module):
         w_g = F.relu(self.relation(relation))
         return torch.log(torch.clamp(w_g, min=1e-6)).permute(0, 3, 1, 2)
 
-    def forward(self, x: torch.Tensor, context: torch.Tensor | None = None, key_mask: torch.Tensor | None = None,
-                causal: bool = False, relation: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        context: torch.Tensor | None = None,
+        key_mask: torch.Tensor | None = None,
+        causal: bool = False,
+        relation: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         context = x if context is None else context
         b, tq, d = x.shape
         tk = context.shape[1]

@@ -20,10 +20,10 @@ class EncoderLayer(nn.Module):
         self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
-                relation: torch.Tensor | None = None) -> torch.Tensor:
-        x = _residual(x, self.norm1, self.pre_norm, self.drop,
-                      lambda h: self.attn(h, key_mask=mask, relation=relation))
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, relation: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        x = _residual(x, self.norm1, self.pre_norm, self.drop, lambda h: self.attn(h, key_mask=mask, relation=relation))
         return _residual(x, self.norm2, self.pre_norm, self.drop, self.ffn)
 
 
@@ -31,25 +31,41 @@ class DecoderLayer(nn.Module):
     """Self-attention, cross-attention to a memory (MCAN's guided attention, ORT's encoder-decoder
     attention) and FFN: three sublayers."""
 
-    def __init__(self, self_attn: MultiHeadAttention, cross_attn: MultiHeadAttention, ffn: FeedForward, dim: int,
-                 pre_norm: bool, causal: bool, dropout: float):
+    def __init__(
+        self,
+        self_attn: MultiHeadAttention,
+        cross_attn: MultiHeadAttention,
+        ffn: FeedForward,
+        dim: int,
+        pre_norm: bool,
+        causal: bool,
+        dropout: float,
+    ):
         super().__init__()
         self.self_attn, self.cross_attn, self.ffn = self_attn, cross_attn, ffn
         self.pre_norm, self.causal = pre_norm, causal
         self.norm1, self.norm2, self.norm3 = nn.LayerNorm(dim), nn.LayerNorm(dim), nn.LayerNorm(dim)
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, memory: torch.Tensor, mask: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None) -> torch.Tensor:
-        x = _residual(x, self.norm1, self.pre_norm, self.drop,
-                      lambda h: self.self_attn(h, key_mask=mask, causal=self.causal))
-        x = _residual(x, self.norm2, self.pre_norm, self.drop,
-                      lambda h: self.cross_attn(h, memory, key_mask=memory_mask))
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        x = _residual(
+            x, self.norm1, self.pre_norm, self.drop, lambda h: self.self_attn(h, key_mask=mask, causal=self.causal)
+        )
+        x = _residual(
+            x, self.norm2, self.pre_norm, self.drop, lambda h: self.cross_attn(h, memory, key_mask=memory_mask)
+        )
         return _residual(x, self.norm3, self.pre_norm, self.drop, self.ffn)
 
 
-def _residual(x: torch.Tensor, norm: nn.LayerNorm, pre_norm: bool, drop: nn.Dropout,
-              fn: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+def _residual(
+    x: torch.Tensor, norm: nn.LayerNorm, pre_norm: bool, drop: nn.Dropout, fn: Callable[[torch.Tensor], torch.Tensor]
+) -> torch.Tensor:
     if pre_norm:
         return x + drop(fn(norm(x)))
     return norm(x + drop(fn(x)))

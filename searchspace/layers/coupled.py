@@ -29,8 +29,15 @@ class CoupledAttention(nn.Module):
         self.grid, self.coupled_scale = tuple(grid), coupled_scale
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_mask: torch.Tensor | None = None,
-                causal: bool = False, bias: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        key_mask: torch.Tensor | None = None,
+        causal: bool = False,
+        bias: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         if causal or bias is not None or key_mask is not None:
             raise ValueError("coupled attention runs on a full 2-D grid: no causal mask, padding or bias")
         gh, gw = self.grid

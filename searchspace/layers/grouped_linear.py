@@ -17,12 +17,14 @@ from torch import nn
 class GroupedLinear(nn.Module):
     """``[tau(X_1), ..., tau(X_k)]`` with ``tau`` linear; ``groups=1`` is a plain ``nn.Linear``."""
 
-    def __init__(self, in_features: int, out_features: int, groups: int = 1, weight_sharing: bool = False,
-                 bias: bool = True):
+    def __init__(
+        self, in_features: int, out_features: int, groups: int = 1, weight_sharing: bool = False, bias: bool = True
+    ):
         super().__init__()
         if in_features % groups or out_features % groups:
-            raise ValueError(f"in_features ({in_features}) and out_features ({out_features}) must be "
-                             f"divisible by groups ({groups})")
+            raise ValueError(
+                f"in_features ({in_features}) and out_features ({out_features}) must be divisible by groups ({groups})"
+            )
         self.in_features, self.out_features, self.groups = in_features, out_features, groups
         self.weight_sharing = weight_sharing and groups > 1
         gi, go = in_features // groups, out_features // groups
@@ -60,5 +62,7 @@ class GroupedLinear(nn.Module):
         return y.reshape(*lead, self.out_features)
 
     def extra_repr(self) -> str:
-        return (f"in_features={self.in_features}, out_features={self.out_features}, groups={self.groups}, "
-                f"weight_sharing={self.weight_sharing}, bias={self.bias is not None}")
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, groups={self.groups}, "
+            f"weight_sharing={self.weight_sharing}, bias={self.bias is not None}"
+        )

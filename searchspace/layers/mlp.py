@@ -21,8 +21,16 @@ class FeedForward(nn.Module):
         dropout: dropout on the hidden activation.
     """
 
-    def __init__(self, dim: int, hidden: int, groups: int = 1, g_ffn: bool = False,
-                 g_il: bool = False, weight_sharing: bool = False, dropout: float = 0.0):
+    def __init__(
+        self,
+        dim: int,
+        hidden: int,
+        groups: int = 1,
+        g_ffn: bool = False,
+        g_il: bool = False,
+        weight_sharing: bool = False,
+        dropout: float = 0.0,
+    ):
         super().__init__()
         self.fc1 = GroupedLinear(dim, hidden, groups if g_il else 1, weight_sharing)
         self.fc2 = GroupedLinear(hidden, dim, groups if g_ffn else 1, weight_sharing)

@@ -84,8 +84,9 @@ class SketchPool(nn.Module):
         return F.normalize(summed, dim=-1).view(b, self.out_dim)
 
 
-def build_pooling(kind: str, dim: int, n: int | None = None, k: int | None = None, d: int | None = None,
-                  dropout: float = 0.0) -> nn.Module:
+def build_pooling(
+    kind: str, dim: int, n: int | None = None, k: int | None = None, d: int | None = None, dropout: float = 0.0
+) -> nn.Module:
     """Pooling module by knob value (``mean``, ``attention``, ``sketch``)."""
     if kind == "mean":
         return MeanPool(dim)

@@ -10,7 +10,10 @@ from .ort import ORT, box_relation_embedding
 from .retrieval import Retrieval
 
 FAMILY_MODELS: dict[str, type[ArchModel]] = {
-    "encoder": EncoderClassifier, "mcan": MCAN, "ort": ORT, "retrieval": Retrieval,
+    "encoder": EncoderClassifier,
+    "mcan": MCAN,
+    "ort": ORT,
+    "retrieval": Retrieval,
 }
 
 
@@ -21,5 +24,13 @@ def build_model(config: ArchConfig | dict) -> ArchModel:
     return FAMILY_MODELS[config.family](config)
 
 
-__all__ = ["ArchModel", "EncoderClassifier", "FAMILY_MODELS", "MCAN", "ORT", "Retrieval", "box_relation_embedding",
-           "build_model"]
+__all__ = [
+    "ArchModel",
+    "EncoderClassifier",
+    "FAMILY_MODELS",
+    "MCAN",
+    "ORT",
+    "Retrieval",
+    "box_relation_embedding",
+    "build_model",
+]

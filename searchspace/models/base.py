@@ -32,28 +32,55 @@ class ArchModel(nn.Module):
 
 def make_attention(cfg: ArchConfig, stack: str, kernel: str = "standard", relation_dim: int = 0) -> MultiHeadAttention:
     return MultiHeadAttention(
-        cfg.d_model, cfg.heads, groups=cfg.groups, g_mha=cfg.g_mha, weight_sharing=cfg.weight_sharing,
-        qk_expansion=cfg.qk_expansion, g_lml=cfg.g_lml, attention_sharing=cfg.attention_sharing_of(stack),
-        kernel=kernel, grid=cfg.grid if kernel == "coupled" else None, relation_dim=relation_dim,
-        dropout=cfg.dropout, qkv_bias=cfg.qkv_bias, coupled_scale=cfg.coupled_scale or COUPLED_DEFAULT)
+        cfg.d_model,
+        cfg.heads,
+        groups=cfg.groups,
+        g_mha=cfg.g_mha,
+        weight_sharing=cfg.weight_sharing,
+        qk_expansion=cfg.qk_expansion,
+        g_lml=cfg.g_lml,
+        attention_sharing=cfg.attention_sharing_of(stack),
+        kernel=kernel,
+        grid=cfg.grid if kernel == "coupled" else None,
+        relation_dim=relation_dim,
+        dropout=cfg.dropout,
+        qkv_bias=cfg.qkv_bias,
+        coupled_scale=cfg.coupled_scale or COUPLED_DEFAULT,
+    )
 
 
 def make_ffn(cfg: ArchConfig) -> FeedForward:
-    return FeedForward(cfg.d_model, cfg.ffn_dim, groups=cfg.groups, g_ffn=cfg.g_ffn, g_il=cfg.g_il,
-                       weight_sharing=cfg.weight_sharing, dropout=cfg.dropout)
+    return FeedForward(
+        cfg.d_model,
+        cfg.ffn_dim,
+        groups=cfg.groups,
+        g_ffn=cfg.g_ffn,
+        g_il=cfg.g_il,
+        weight_sharing=cfg.weight_sharing,
+        dropout=cfg.dropout,
+    )
 
 
 def encoder_stack(cfg: ArchConfig, pre_norm: bool, kernel: str = "standard", relation_dim: int = 0) -> SharedStack:
     def layer() -> EncoderLayer:
         attn = make_attention(cfg, "encoder", kernel, relation_dim)
         return EncoderLayer(attn, make_ffn(cfg), cfg.d_model, pre_norm, cfg.dropout)
+
     return SharedStack(layer, cfg.sharing_pattern("encoder"))
 
 
 def decoder_stack(cfg: ArchConfig, pre_norm: bool, causal: bool) -> SharedStack:
     def layer() -> DecoderLayer:
-        return DecoderLayer(make_attention(cfg, "decoder"), make_attention(cfg, "decoder"), make_ffn(cfg),
-                            cfg.d_model, pre_norm, causal, cfg.dropout)
+        return DecoderLayer(
+            make_attention(cfg, "decoder"),
+            make_attention(cfg, "decoder"),
+            make_ffn(cfg),
+            cfg.d_model,
+            pre_norm,
+            causal,
+            cfg.dropout,
+        )
+
     return SharedStack(layer, cfg.sharing_pattern("decoder"))
 
 

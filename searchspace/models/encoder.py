@@ -15,8 +15,7 @@ from .base import ArchModel, encoder_stack
 
 
 class EncoderClassifier(ArchModel):
-    SECTIONS = {"embeddings": ("patch_embed", "pos_embed"), "encoder": ("encoder", "norm"),
-                "head": ("pool", "head")}
+    SECTIONS = {"embeddings": ("patch_embed", "pos_embed"), "encoder": ("encoder", "norm"), "head": ("pool", "head")}
 
     def __init__(self, config: ArchConfig):
         super().__init__(config)

@@ -19,8 +19,12 @@ from .base import ArchModel, decoder_stack, encoder_stack
 
 
 class MCAN(ArchModel):
-    SECTIONS = {"embeddings": ("embed_tokens", "embed_regions"), "encoder": ("encoder",), "decoder": ("decoder",),
-                "head": ("pool_question", "pool_image", "proj_question", "proj_image", "norm", "classifier")}
+    SECTIONS = {
+        "embeddings": ("embed_tokens", "embed_regions"),
+        "encoder": ("encoder",),
+        "decoder": ("decoder",),
+        "head": ("pool_question", "pool_image", "proj_question", "proj_image", "norm", "classifier"),
+    }
 
     def __init__(self, config: ArchConfig):
         super().__init__(config)
@@ -36,8 +40,9 @@ class MCAN(ArchModel):
         self.norm = nn.LayerNorm(c.d_model)
         self.classifier = nn.Linear(c.d_model, c.num_answers)
 
-    def forward(self, question: torch.Tensor, regions: torch.Tensor,
-                region_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, question: torch.Tensor, regions: torch.Tensor, region_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """question (B, Tq) token ids (0 = pad), regions (B, R, F) -> (B, num_answers) logits."""
         q_mask = question != 0
         q = self.embed_tokens(question)  # (B, Tq, d)

@@ -46,8 +46,12 @@ def box_relation_embedding(boxes: torch.Tensor, dim: int = RELATION_DIM, wave_le
 
 
 class ORT(ArchModel):
-    SECTIONS = {"embeddings": ("embed_regions", "embed_tokens"), "encoder": ("encoder", "encoder_norm"),
-                "decoder": ("decoder", "decoder_norm"), "head": ("generator",)}
+    SECTIONS = {
+        "embeddings": ("embed_regions", "embed_tokens"),
+        "encoder": ("encoder", "encoder_norm"),
+        "decoder": ("decoder", "decoder_norm"),
+        "head": ("generator",),
+    }
 
     def __init__(self, config: ArchConfig):
         super().__init__(config)
@@ -85,8 +89,9 @@ class ORT(ArchModel):
             y = layer(y, memory, mask=mask, memory_mask=region_mask)
         return self.generator(self.decoder_norm(y))  # (B, T, V)
 
-    def forward(self, regions: torch.Tensor, boxes: torch.Tensor, tokens: torch.Tensor,
-                region_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, regions: torch.Tensor, boxes: torch.Tensor, tokens: torch.Tensor, region_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """regions (B, R, F), boxes (B, R, 4), tokens (B, T) decoder input -> (B, T, V) logits."""
         return self.decode(self.encode(regions, boxes, region_mask), tokens, region_mask)
 

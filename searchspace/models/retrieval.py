@@ -18,9 +18,11 @@ from .base import ArchModel, encoder_stack
 
 
 class Retrieval(ArchModel):
-    SECTIONS = {"embeddings": ("embed_regions", "embed_tokens", "pos_embed"),
-                "encoder": ("image_encoder", "text_encoder", "image_norm", "text_norm"),
-                "head": ("pool_image", "pool_text", "sim_image", "sim_text", "sim_out")}
+    SECTIONS = {
+        "embeddings": ("embed_regions", "embed_tokens", "pos_embed"),
+        "encoder": ("image_encoder", "text_encoder", "image_norm", "text_norm"),
+        "head": ("pool_image", "pool_text", "sim_image", "sim_text", "sim_out"),
+    }
 
     def __init__(self, config: ArchConfig):
         super().__init__(config)
@@ -57,8 +59,9 @@ class Retrieval(ArchModel):
         hidden = torch.relu(self.sim_image(image)[:, None, :] + self.sim_text(text)[None, :, :])
         return self.sim_out(hidden).squeeze(-1)
 
-    def forward(self, regions: torch.Tensor, tokens: torch.Tensor,
-                region_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, regions: torch.Tensor, tokens: torch.Tensor, region_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """regions (B, R, F), tokens (B, T) -> (B, B) image-text scores (diagonal = matching pairs)."""
         return self.score(self.embed_image(regions, region_mask), self.embed_text(tokens))
 

@@ -2,8 +2,8 @@
 
 Started as ``python -I -S run_artifacts.py DIR SITE...`` from a temporary folder: -S skips site-packages'
 .pth files, so lwnas's editable install is never on the path; only the given SITE folders are added.
-For each NAME.inputs.npz (or NAME@VARIANT.inputs.npz) in DIR it runs NAME.pt2 (torch.export.load) and NAME.onnx (onnxruntime) and
-writes NAME.outputs.npz with arrays ``torch`` and ``onnx``.
+For each NAME.inputs.npz (or NAME@VARIANT.inputs.npz) in DIR it runs NAME.pt2 (torch.export.load)
+and NAME.onnx (onnxruntime) and writes NAME.outputs.npz with arrays ``torch`` and ``onnx``.
 """
 
 import json
@@ -19,9 +19,9 @@ except ModuleNotFoundError:
 else:
     raise SystemExit("lwnas's searchspace is importable here: the standalone check would prove nothing")
 
-import numpy as np
-import onnxruntime
-import torch
+import numpy as np  # noqa: E402 (after the check above: lwnas must not be importable)
+import onnxruntime  # noqa: E402
+import torch  # noqa: E402
 
 for inputs_file in sorted(folder.glob("*.inputs.npz")):
     name = inputs_file.name.removesuffix(".inputs.npz")

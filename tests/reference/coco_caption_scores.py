@@ -2,9 +2,12 @@
 # pre-tokenized so the Java tokenizer is not needed. Run in a venv with `pip install --no-deps pycocoevalcap numpy`:
 #     python tests/reference/coco_caption_scores.py > tests/reference/coco_caption_scores.json
 # (pycocoevalcap 1.2; lwnas does not depend on it: tests/test_byod_metrics.py compares against the stored scores.)
-import json, random
+import json
+import random
+
 from pycocoevalcap.bleu.bleu import Bleu
 from pycocoevalcap.cider.cider import Cider
+
 rng = random.Random(0)
 vocab = "a man woman dog cat sits on the red blue bench grass runs with ball in park near two people".split()
 gts, res = {}, {}

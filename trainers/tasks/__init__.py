@@ -11,12 +11,40 @@ from .shapes_vqa import ShapesVQA
 from .vqa import VQA
 
 BUILTIN_TASKS: dict[str, type[Task]] = {
-    t.name: t for t in (Digits, ShapesVQA, SceneCaptions, SceneRetrieval, Features,
-                        ImageFolder, Cifar, VQA, Captions, CaptionRetrieval)
+    t.name: t
+    for t in (
+        Digits,
+        ShapesVQA,
+        SceneCaptions,
+        SceneRetrieval,
+        Features,
+        ImageFolder,
+        Cifar,
+        VQA,
+        Captions,
+        CaptionRetrieval,
+    )
 }
 # tasks that read the user's data from the `path` option (lwnas train --data, or task_options in a study)
 DATA_TASKS = tuple(name for name, t in BUILTIN_TASKS.items() if "path" in t.path_options)
 
-__all__ = ["BUILTIN_TASKS", "DATA_TASKS", "CaptionRetrieval", "Captions", "Cifar", "Digits", "Features",
-           "ImageFolder", "SceneCaptions", "SceneRetrieval", "ShapesVQA", "Split", "Task", "VQA",
-           "adapt_config", "batches", "resolve_task", "split_size"]
+__all__ = [
+    "BUILTIN_TASKS",
+    "DATA_TASKS",
+    "CaptionRetrieval",
+    "Captions",
+    "Cifar",
+    "Digits",
+    "Features",
+    "ImageFolder",
+    "SceneCaptions",
+    "SceneRetrieval",
+    "ShapesVQA",
+    "Split",
+    "Task",
+    "VQA",
+    "adapt_config",
+    "batches",
+    "resolve_task",
+    "split_size",
+]

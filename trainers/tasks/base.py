@@ -58,13 +58,14 @@ class Task:
         raise NotImplementedError
 
 
-def batches(data: Split, batch_size: int, generator: torch.Generator | None = None,
-            device: torch.device | str = "cpu") -> Iterator[Split]:
+def batches(
+    data: Split, batch_size: int, generator: torch.Generator | None = None, device: torch.device | str = "cpu"
+) -> Iterator[Split]:
     """Slices of a split; shuffled when a generator is given."""
     n = len(next(iter(data.values())))
     order = torch.randperm(n, generator=generator) if generator is not None else torch.arange(n)
     for start in range(0, n, batch_size):
-        idx = order[start:start + batch_size]
+        idx = order[start : start + batch_size]
         yield {k: v[idx].to(device) for k, v in data.items()}
 
 
@@ -79,8 +80,14 @@ def adapt_config(config: ArchConfig, task: Task) -> ArchConfig:
     disagrees with the task is an error, never silently overridden.
     """
     if config.family != task.family:
-        raise ConfigError([("family", f"task `{task.name}` trains family `{task.family}`, but the "
-                                      f"configuration is `{config.family}`")])
+        raise ConfigError(
+            [
+                (
+                    "family",
+                    f"task `{task.name}` trains family `{task.family}`, but the configuration is `{config.family}`",
+                )
+            ]
+        )
     defaults = FAMILY_DEFAULTS[config.family]
     changes, problems = {}, []
     for knob, wanted in task.input_sizes().items():
@@ -126,14 +133,19 @@ def task_class(name: str) -> type:
         return BUILTIN_TASKS[name]
     if ":" not in name:
         from searchspace.errors import did_you_mean
-        raise ValueError(f"unknown task {name!r}{did_you_mean(name, BUILTIN_TASKS)}; built-in tasks are "
-                         f"{', '.join(BUILTIN_TASKS)}, or give a plugin as package.module:Class")
+
+        raise ValueError(
+            f"unknown task {name!r}{did_you_mean(name, BUILTIN_TASKS)}; built-in tasks are "
+            f"{', '.join(BUILTIN_TASKS)}, or give a plugin as package.module:Class"
+        )
     if not _PLUGIN_REF.fullmatch(name):
         raise ValueError(f"task plugin {name!r} is not of the form package.module:Class (dotted Python names)")
     module_name, _, attr = name.partition(":")
     if module_name.split(".")[0] in sys.stdlib_module_names:
-        raise ValueError(f"task plugin {name!r}: `{module_name}` is part of Python's standard library, which holds "
-                         f"no task; a plugin is a class implementing the Task protocol (docs/tasks.md)")
+        raise ValueError(
+            f"task plugin {name!r}: `{module_name}` is part of Python's standard library, which holds "
+            f"no task; a plugin is a class implementing the Task protocol (docs/tasks.md)"
+        )
     _import_from_working_directory()
     try:
         module = importlib.import_module(module_name)
@@ -145,7 +157,9 @@ def task_class(name: str) -> type:
         raise ValueError(f"cannot load task plugin {name!r}: module `{module_name}` has no `{attr}`") from None
     problems = protocol_problems(found)
     if problems:
-        raise ValueError(f"task plugin {name!r} is not a Task: {'; '.join(problems)} (docs/tasks.md, the Task protocol)")
+        raise ValueError(
+            f"task plugin {name!r} is not a Task: {'; '.join(problems)} (docs/tasks.md, the Task protocol)"
+        )
     return found
 
 
@@ -167,8 +181,10 @@ def protocol_problems(found: Any) -> list[str]:
     if direction not in ("maximize", "minimize"):
         problems.append(f"`direction` must be maximize or minimize, found {_shown(direction)}")
     metrics = _static(found, "metrics")
-    if metrics is not _MISSING and not (isinstance(metrics, dict) and all(
-            isinstance(k, str) and v in ("maximize", "minimize") for k, v in metrics.items())):
+    if metrics is not _MISSING and not (
+        isinstance(metrics, dict)
+        and all(isinstance(k, str) and v in ("maximize", "minimize") for k, v in metrics.items())
+    ):
         problems.append(f"`metrics` must map metric names to maximize or minimize, found {_shown(metrics)}")
     for member in _PROTOCOL_METHODS:
         method = _static(found, member)
@@ -215,7 +231,14 @@ def resolve_task(name: str, **options: Any) -> Task:
     unknown = [key for key in options if key not in accepted and not takes_any]
     if unknown:
         known = ", ".join(k for k, p in accepted.items() if p.kind is not inspect.Parameter.VAR_POSITIONAL) or "none"
-        raise ConfigError([("task_options", f"task `{name}` takes no option {key!r} (its options: {known})"
-                                            + ("; --data serves tasks that read a data file, such as `features`"
-                                               if key == "path" else "")) for key in unknown])
+        raise ConfigError(
+            [
+                (
+                    "task_options",
+                    f"task `{name}` takes no option {key!r} (its options: {known})"
+                    + ("; --data serves tasks that read a data file, such as `features`" if key == "path" else ""),
+                )
+                for key in unknown
+            ]
+        )
     return cls(**options)

@@ -16,7 +16,7 @@ Sentence = Sequence[Hashable]
 
 
 def ngrams(words: Sentence, n: int) -> Counter:
-    return Counter(tuple(words[i:i + n]) for i in range(len(words) - n + 1))
+    return Counter(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
 
 
 def bleu4(hypotheses: Sequence[Sentence], references: Sequence[Sequence[Sentence]]) -> float:
@@ -65,7 +65,7 @@ def cider_d(hypotheses: Sequence[Sentence], references: Sequence[Sequence[Senten
         score = 0.0
         for ref in refs:
             rvec, rnorm, rlength = _tfidf(ref, df, log_images)
-            penalty = math.exp(-((length - rlength) ** 2) / (2 * sigma ** 2))
+            penalty = math.exp(-((length - rlength) ** 2) / (2 * sigma**2))
             for n in range(4):
                 val = sum(min(x, rvec[n].get(g, 0.0)) * rvec[n].get(g, 0.0) for g, x in vec[n].items())
                 if norm[n] and rnorm[n]:

@@ -89,15 +89,20 @@ def ranks(scores: torch.Tensor, caption_image: torch.Tensor) -> tuple[torch.Tens
 
 class CaptionRetrieval(CaptionData):
     name, family, metric = "caption-retrieval", "retrieval", "mrr"
-    metrics = {"mrr": "maximize", "rsum": "maximize",
-               **{f"{d}_{m}": "maximize" for d in ("i2t", "t2i") for m in ("r@1", "r@5", "r@10", "mrr")}}
+    metrics = {
+        "mrr": "maximize",
+        "rsum": "maximize",
+        **{f"{d}_{m}": "maximize" for d in ("i2t", "t2i") for m in ("r@1", "r@5", "r@10", "mrr")},
+    }
 
     def __init__(self, path: str | Path | None = None, min_word_count: int = 5, caption_words: int = 16):
         super().__init__(path, min_word_count, caption_words)
 
     def loss(self, model, batch):
         # the symmetric contrastive loss of scene-retrieval (two captions of one image in a batch are negatives)
-        scores = model.score(model.embed_image(batch["regions"], batch["region_mask"]), model.embed_text(batch["captions"]))
+        scores = model.score(
+            model.embed_image(batch["regions"], batch["region_mask"]), model.embed_text(batch["captions"])
+        )
         target = torch.arange(len(scores), device=scores.device)
         return (F.cross_entropy(scores, target) + F.cross_entropy(scores.T, target)) / 2
 
@@ -113,8 +118,11 @@ class CaptionRetrieval(CaptionData):
             owner.append(seen + has.nonzero()[:, 0].cpu())
             seen += len(refs)
         images, texts, owner = torch.cat(images), torch.cat(texts), torch.cat(owner)
-        scores = torch.cat([model.score(images[i:i + batch_size], texts)
-                            for i in range(0, len(images), batch_size)]).float().cpu()
+        scores = (
+            torch.cat([model.score(images[i : i + batch_size], texts) for i in range(0, len(images), batch_size)])
+            .float()
+            .cpu()
+        )
         out = {}
         for direction, r in zip(("i2t", "t2i"), ranks(scores, owner)):
             r = r.float()

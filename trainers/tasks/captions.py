@@ -60,12 +60,15 @@ class CaptionData(Task):
         self.path = Path(path)
         if not self.path.is_dir():
             raise ValueError(f"{self.name}: no such folder: {self.path}")
-        self.options = {"min_word_count": positive_option("min_word_count", min_word_count, self.name),
-                        "caption_words": positive_option("caption_words", caption_words, self.name)}
+        self.options = {
+            "min_word_count": positive_option("min_word_count", min_word_count, self.name),
+            "caption_words": positive_option("caption_words", caption_words, self.name),
+        }
         found = sorted(self.path.glob("*.json"))
         if len(found) != 1:
-            raise ValueError(f"{self.name}: {self.path} needs one caption JSON file (as dataset_coco.json), found "
-                             f"{len(found)}")
+            raise ValueError(
+                f"{self.name}: {self.path} needs one caption JSON file (as dataset_coco.json), found {len(found)}"
+            )
         self.json = found[0]
         self.features = feature_source(self.path, self.name)
         inputs = [self.json, *source_files(self.features)]
@@ -82,19 +85,26 @@ class CaptionData(Task):
         for i, entry in enumerate(images):
             where = f"{self.name}: {self.json}: images[{i}]"
             if isinstance(entry, dict) and "split" not in entry:
-                raise ValueError(f"{where} has no `split` (train, restval, val or test): the file is not a "
-                                 f"Karpathy-split caption JSON")
+                raise ValueError(
+                    f"{where} has no `split` (train, restval, val or test): the file is not a "
+                    f"Karpathy-split caption JSON"
+                )
             split = field(entry, "split", str, where)
             if split not in SPLIT_IDS:
                 raise ValueError(f"{where}: `split` must be train, restval, val or test, got {split!r}")
-            keys.append(str(field(entry, "cocoid", int, where)) if "cocoid" in entry
-                        else image_key(field(entry, "filename", str, where)))
+            keys.append(
+                str(field(entry, "cocoid", int, where))
+                if "cocoid" in entry
+                else image_key(field(entry, "filename", str, where))
+            )
             splits.append(SPLIT_IDS[split])
             sentences.append(_sentences(entry, where))
         missing = sorted(set(range(3)) - set(splits))
         if missing:
-            raise ValueError(f"{self.name}: {self.json} has no {' or '.join(('train', 'val', 'test')[m] for m in missing)} "
-                             f"images (each needs at least one)")
+            raise ValueError(
+                f"{self.name}: {self.json} has no {' or '.join(('train', 'val', 'test')[m] for m in missing)} "
+                f"images (each needs at least one)"
+            )
         return keys, splits, sentences
 
     def _build(self, out: Path) -> None:
@@ -103,13 +113,16 @@ class CaptionData(Task):
         position = load_index(out).position()
         for i, key in enumerate(keys):
             if key not in position:
-                raise ValueError(f"{self.name}: {self.json}: images[{i}] (image {key}) has no features in "
-                                 f"{self.features}{missing_hint(self.features, key)}")
+                raise ValueError(
+                    f"{self.name}: {self.json}: images[{i}] (image {key}) has no features in "
+                    f"{self.features}{missing_hint(self.features, key)}"
+                )
         if not load_index(out).has_boxes:
             raise ValueError(f"{self.name}: the features in {self.features} hold no boxes (`bbox` or `boxes`)")
         o = self.options
-        vocab = build_vocab((s for sents, sp in zip(sentences, splits) if sp == 0 for s in sents),
-                            o["min_word_count"], SPECIALS)
+        vocab = build_vocab(
+            (s for sents, sp in zip(sentences, splits) if sp == 0 for s in sents), o["min_word_count"], SPECIALS
+        )
         words = min(o["caption_words"], max(len(s) for sents in sentences for s in sents))
         per_image = max(len(s) for s in sentences)
         refs = np.zeros((len(keys), per_image, words), dtype=np.int32)
@@ -129,13 +142,22 @@ class CaptionData(Task):
             if name == "train":
                 img, k = np.nonzero(np.asarray(refs[images, :, 0]) != 0)  # the captions each image has
                 rows = refs.reshape(-1, refs.shape[2])  # (images x captions, words)
-                out[name] = {"captions": ArrayRows(rows, images[img] * refs.shape[1] + k),
-                             **self.regions.columns(np.asarray(image)[images[img]])}
+                out[name] = {
+                    "captions": ArrayRows(rows, images[img] * refs.shape[1] + k),
+                    **self.regions.columns(np.asarray(image)[images[img]]),
+                }
             else:
-                out[name] = {"references": ArrayRows(refs, images), "captions": ArrayRows(refs[:, 0], images),
-                             **self.regions.columns(np.asarray(image)[images])}
+                out[name] = {
+                    "references": ArrayRows(refs, images),
+                    "captions": ArrayRows(refs[:, 0], images),
+                    **self.regions.columns(np.asarray(image)[images]),
+                }
         return out
 
     def input_sizes(self):
-        return {"image_regions": self.regions.regions, "region_features": self.regions.features,
-                "caption_tokens": self.meta["caption_words"], "vocab_size": len(self.meta["vocab"])}
+        return {
+            "image_regions": self.regions.regions,
+            "region_features": self.regions.features,
+            "caption_tokens": self.meta["caption_words"],
+            "vocab_size": len(self.meta["vocab"]),
+        }

@@ -42,8 +42,10 @@ class Digits(Task):
         y = torch.tensor(data.target, dtype=torch.long)
         # The split is fixed (seed 0) whatever the training seed, so results compare across seeds.
         train, val, test = _stratified_split(data.target, 0)
-        return {name: {"patches": x[idx], "labels": y[idx]}
-                for name, idx in (("train", train), ("val", val), ("test", test))}
+        return {
+            name: {"patches": x[idx], "labels": y[idx]}
+            for name, idx in (("train", train), ("val", val), ("test", test))
+        }
 
     def loss(self, model, batch):
         return F.cross_entropy(model(batch["patches"]), batch["labels"])
@@ -52,5 +54,4 @@ class Digits(Task):
     def evaluate(self, model, data, batch_size=256):
         device = next(model.parameters()).device
         logits = torch.cat([model(b["patches"]).float().cpu() for b in batches(data, batch_size, device=device)])
-        return {"accuracy": accuracy(logits, data["labels"]),
-                "loss": F.cross_entropy(logits, data["labels"]).item()}
+        return {"accuracy": accuracy(logits, data["labels"]), "loss": F.cross_entropy(logits, data["labels"]).item()}

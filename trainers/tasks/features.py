@@ -30,8 +30,10 @@ def _check_declared_size(name: str, fp, size: int) -> None:
     shape, _, dtype = read_header(fp)
     declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
     if declared > size - fp.tell():
-        raise ValueError(f"features: `{name}` declares shape {shape} of {dtype} ({declared:,} bytes) but holds "
-                         f"{max(0, size - fp.tell()):,} bytes")
+        raise ValueError(
+            f"features: `{name}` declares shape {shape} of {dtype} ({declared:,} bytes) but holds "
+            f"{max(0, size - fp.tell()):,} bytes"
+        )
 
 
 def _read(path: Path) -> dict[str, np.ndarray]:
@@ -85,8 +87,13 @@ class Features(Task):
         if self.family == "encoder":
             return {"grid": (1, r), "patch_features": f, "num_classes": classes}
         tokens = self.arrays["tokens"]
-        return {"question_tokens": tokens.shape[1], "image_regions": r, "region_features": f,
-                "vocab_size": int(tokens.max()) + 1, "num_answers": classes}
+        return {
+            "question_tokens": tokens.shape[1],
+            "image_regions": r,
+            "region_features": f,
+            "vocab_size": int(tokens.max()) + 1,
+            "num_answers": classes,
+        }
 
     def load(self, seed: int = 0) -> dict[str, Split]:
         a = self.arrays
@@ -96,14 +103,18 @@ class Features(Task):
         else:
             order = np.random.default_rng(0).permutation(n)
             which = np.zeros(n, dtype=int)
-            which[order[int(0.8 * n):int(0.9 * n)]] = 1
-            which[order[int(0.9 * n):]] = 2
-        tensors = {"regions": torch.as_tensor(a["regions"], dtype=torch.float32),
-                   "labels": torch.as_tensor(a["labels"], dtype=torch.long)}
+            which[order[int(0.8 * n) : int(0.9 * n)]] = 1
+            which[order[int(0.9 * n) :]] = 2
+        tensors = {
+            "regions": torch.as_tensor(a["regions"], dtype=torch.float32),
+            "labels": torch.as_tensor(a["labels"], dtype=torch.long),
+        }
         if "tokens" in a:
             tensors["tokens"] = torch.as_tensor(a["tokens"], dtype=torch.long)
-        return {name: {k: v[torch.from_numpy(which == i)] for k, v in tensors.items()}
-                for i, name in enumerate(("train", "val", "test"))}
+        return {
+            name: {k: v[torch.from_numpy(which == i)] for k, v in tensors.items()}
+            for i, name in enumerate(("train", "val", "test"))
+        }
 
     def _logits(self, model, batch):
         if self.family == "mcan":

@@ -71,7 +71,9 @@ class _ImageTask(Task):
     @torch.no_grad()
     def evaluate(self, model, data, batch_size=256):
         device = next(model.parameters()).device
-        parts = [(model(b["patches"]).float().cpu(), b["labels"].cpu()) for b in batches(data, batch_size, device=device)]
+        parts = [
+            (model(b["patches"]).float().cpu(), b["labels"].cpu()) for b in batches(data, batch_size, device=device)
+        ]
         logits, labels = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
         return {"accuracy": accuracy(logits, labels), "loss": F.cross_entropy(logits, labels).item()}
 
@@ -96,8 +98,10 @@ def _check_splits(task: str, where: Path, split: np.ndarray, hint: str) -> None:
     empty = [name for name, n in sizes.items() if n == 0]
     if empty:
         found = ", ".join(f"{n} {name}" for name, n in sizes.items())
-        raise ValueError(f"{task}: {where}: the {' and '.join(empty)} split{'s are' if len(empty) > 1 else ' is'} "
-                         f"empty ({found} images); {hint}")
+        raise ValueError(
+            f"{task}: {where}: the {' and '.join(empty)} split{'s are' if len(empty) > 1 else ' is'} "
+            f"empty ({found} images); {hint}"
+        )
 
 
 class ImageFolder(_ImageTask):
@@ -142,8 +146,9 @@ class ImageFolder(_ImageTask):
         from PIL import Image, UnidentifiedImageError
 
         listed = [item for s in files for item in files[s]]
-        pixels = np.lib.format.open_memmap(out / "pixels.npy", mode="w+", dtype=np.uint8,
-                                           shape=(len(listed), self.image_size, self.image_size, 3))
+        pixels = np.lib.format.open_memmap(
+            out / "pixels.npy", mode="w+", dtype=np.uint8, shape=(len(listed), self.image_size, self.image_size, 3)
+        )
         for i, (p, _) in enumerate(listed):
             try:
                 with Image.open(p) as im:
@@ -155,22 +160,33 @@ class ImageFolder(_ImageTask):
         if "all" in files:
             split = _split_of(labels, (0.8, 0.1, 0.1), (0, 1, 2))
         else:
-            split = np.concatenate([np.full(len(files["train"]), 0)] + (
-                [np.full(len(files["val"]), 1), np.full(len(files["test"]), 2)] if "test" in files else
-                [_split_of(labels[len(files["train"]):], (0.5, 0.5), (1, 2))]))
-        _check_splits(self.name, self.path, split,
-                      "each class is split 80/10/10, so a class needs 8 images to give val and test one each"
-                      if "all" in files else
-                      "without a test folder each class of val is halved into val and test, so it needs 2 images"
-                      if "test" not in files else "each of train, val and test needs images")
+            split = np.concatenate(
+                [np.full(len(files["train"]), 0)]
+                + (
+                    [np.full(len(files["val"]), 1), np.full(len(files["test"]), 2)]
+                    if "test" in files
+                    else [_split_of(labels[len(files["train"]) :], (0.5, 0.5), (1, 2))]
+                )
+            )
+        _check_splits(
+            self.name,
+            self.path,
+            split,
+            "each class is split 80/10/10, so a class needs 8 images to give val and test one each"
+            if "all" in files
+            else "without a test folder each class of val is halved into val and test, so it needs 2 images"
+            if "test" not in files
+            else "each of train, val and test needs images",
+        )
         np.save(out / "labels.npy", labels.astype(np.int64))
         np.save(out / "split.npy", split.astype(np.int8))
         save_json(out, "classes.json", classes)
 
 
 # What the CIFAR pickles may build: numpy arrays and their dtypes (numpy 1 and 2 module names).
-_CIFAR_GLOBALS = {(m, n) for m in ("numpy.core.multiarray", "numpy._core.multiarray")
-                  for n in ("_reconstruct", "scalar")} | {("numpy", "ndarray"), ("numpy", "dtype")}
+_CIFAR_GLOBALS = {
+    (m, n) for m in ("numpy.core.multiarray", "numpy._core.multiarray") for n in ("_reconstruct", "scalar")
+} | {("numpy", "ndarray"), ("numpy", "dtype")}
 _CODECS = ("_codecs", "encode")  # how protocol 2 from Python 3 writes bytes: text -> bytes, nothing more
 
 
@@ -179,8 +195,9 @@ class _ArraysOnly(pickle.Unpickler):
         if (module, name) == _CODECS:
             return codecs.encode
         if (module, name) not in _CIFAR_GLOBALS:
-            raise pickle.UnpicklingError(f"refers to {module}.{name}; a CIFAR batch holds only numpy arrays, "
-                                         f"lists and strings")
+            raise pickle.UnpicklingError(
+                f"refers to {module}.{name}; a CIFAR batch holds only numpy arrays, lists and strings"
+            )
         with warnings.catch_warnings():  # the released batches name numpy.core, which numpy 2 calls deprecated
             warnings.simplefilter("ignore", DeprecationWarning)
             return super().find_class(module, name)
@@ -199,14 +216,20 @@ def read_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
     label_key = next((k for k in ("labels", "fine_labels") if k in batch), None)
     missing = [k for k, ok in (("data", "data" in batch), ("labels", label_key)) if not ok]
     if missing:
-        raise ValueError(f"cifar: {path} lacks `{'` and `'.join(missing)}` (has: {', '.join(map(str, batch)) or 'nothing'})")
+        raise ValueError(
+            f"cifar: {path} lacks `{'` and `'.join(missing)}` (has: {', '.join(map(str, batch)) or 'nothing'})"
+        )
     data, labels = np.asarray(batch["data"]), np.asarray(batch[label_key])
     if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072:
-        raise ValueError(f"cifar: {path}: `data` must be (N, 3072) uint8 (32x32 pixels, red then green then blue), "
-                         f"found shape {data.shape} of {data.dtype}")
+        raise ValueError(
+            f"cifar: {path}: `data` must be (N, 3072) uint8 (32x32 pixels, red then green then blue), "
+            f"found shape {data.shape} of {data.dtype}"
+        )
     if labels.shape != (len(data),) or not np.issubdtype(labels.dtype, np.integer) or (labels < 0).any():
-        raise ValueError(f"cifar: {path}: `{label_key}` must be {len(data)} non-negative integers, found shape "
-                         f"{labels.shape} of {labels.dtype}")
+        raise ValueError(
+            f"cifar: {path}: `{label_key}` must be {len(data)} non-negative integers, found shape "
+            f"{labels.shape} of {labels.dtype}"
+        )
     return data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1), labels
 
 
@@ -220,8 +243,10 @@ class Cifar(_ImageTask):
         train = sorted(self.path.glob("data_batch_*")) or [p for p in [self.path / "train"] if p.is_file()]
         test = [p for p in (self.path / "test_batch", self.path / "test") if p.is_file()]
         if not train or not test:
-            raise ValueError(f"cifar: {self.path} lacks the {'training' if not train else 'test'} batches "
-                             f"(CIFAR-10: data_batch_1..5 and test_batch; CIFAR-100: train and test)")
+            raise ValueError(
+                f"cifar: {self.path} lacks the {'training' if not train else 'test'} batches "
+                f"(CIFAR-10: data_batch_1..5 and test_batch; CIFAR-100: train and test)"
+            )
         return train, test[:1]
 
     def _prepare(self) -> Path:
@@ -235,6 +260,11 @@ class Cifar(_ImageTask):
         labels = np.concatenate([r[1] for r in read])
         n_train = sum(len(r[1]) for r in read[: len(train)])
         split = np.concatenate([_split_of(labels[:n_train], (0.9, 0.1), (0, 1)), np.full(len(labels) - n_train, 2)])
-        _check_splits(self.name, self.path, split, "10% of each class of the training batches is validation, so a "
-                                                   "class needs 5 training images to give it one")
+        _check_splits(
+            self.name,
+            self.path,
+            split,
+            "10% of each class of the training batches is validation, so a "
+            "class needs 5 training images to give it one",
+        )
         self._save(out, pixels, labels, split, [str(i) for i in range(int(labels.max()) + 1)])

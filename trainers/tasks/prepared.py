@@ -39,8 +39,10 @@ def positive_option(name: str, value: Any, task: str) -> int:
 
 def needs_path(task: str) -> str:
     """The message for a data task constructed without its data."""
-    return (f"task `{task}` needs a data path: --data FOLDER on `lwnas train` or `lwnas sweep`, or "
-            f"task_options: {{path: FOLDER}} in the study or configuration file")
+    return (
+        f"task `{task}` needs a data path: --data FOLDER on `lwnas train` or `lwnas sweep`, or "
+        f"task_options: {{path: FOLDER}} in the study or configuration file"
+    )
 
 
 def fingerprint(task: str, options: dict[str, Any], files: Iterable[Path]) -> str:

@@ -56,8 +56,10 @@ def _read_one(path: Path) -> tuple[str, int, int, np.ndarray | None]:
             members = {n[:-4] for n in archive.namelist() if n.endswith(".npy")}
             key = next((k for k in FEATURE_KEYS if k in members), None)
             if key is None:
-                raise ValueError(f"holds no features: expected an array `x` or `features`, found "
-                                 f"{', '.join(sorted(members)) or 'nothing'}")
+                raise ValueError(
+                    f"holds no features: expected an array `x` or `features`, found "
+                    f"{', '.join(sorted(members)) or 'nothing'}"
+                )
             shape, dtype = _member_shape(archive, key + ".npy")
             for other in members - {key}:
                 _member_shape(archive, other + ".npy")  # boxes and sizes are read below: check them first
@@ -75,15 +77,20 @@ def _read_one(path: Path) -> tuple[str, int, int, np.ndarray | None]:
         except (zipfile.BadZipFile, EOFError, OSError, TypeError) as exc:
             raise ValueError(f"cannot read `{box_key}`, `image_w` or `image_h` ({exc})") from None
         if boxes.shape != (shape[0], 4):
-            raise ValueError(f"`{box_key}` has shape {boxes.shape} but there are {shape[0]} regions "
-                             f"(expected ({shape[0]}, 4))")
+            raise ValueError(
+                f"`{box_key}` has shape {boxes.shape} but there are {shape[0]} regions (expected ({shape[0]}, 4))"
+            )
         if len(size) == 2:
             if not all(np.isfinite(v) and v > 0 for v in size):
-                raise ValueError(f"`image_w` and `image_h` must be positive sizes in pixels, got {size[0]:g} and {size[1]:g}")
+                raise ValueError(
+                    f"`image_w` and `image_h` must be positive sizes in pixels, got {size[0]:g} and {size[1]:g}"
+                )
             boxes = boxes / np.array(size * 2, dtype=np.float32)
         elif boxes.size and boxes.max() > 1.5:
-            raise ValueError(f"`{box_key}` is in pixels (up to {boxes.max():.0f}) but the file has no `image_w` and "
-                             f"`image_h` to make it relative")
+            raise ValueError(
+                f"`{box_key}` is in pixels (up to {boxes.max():.0f}) but the file has no `image_w` and "
+                f"`image_h` to make it relative"
+            )
     return key, shape[0], shape[1], boxes
 
 
@@ -112,10 +119,16 @@ class RegionIndex:
         r = regions or self.regions
         mask = np.arange(r)[None, :] < self.counts[:, None]
         hdf5 = self.files and self.files[0].endswith(HDF5_SUFFIXES)
-        features = (HDF5Rows(self.files[0], self.keys[0], self.rows[index], r, self.features) if hdf5
-                    else RegionRows(self.files, self.keys, index, r, self.features))
-        return {"regions": features, "boxes": ArrayRows(self.boxes[:, :r], index, dtype=torch.float32),
-                "region_mask": ArrayRows(mask, index, dtype=torch.bool)}
+        features = (
+            HDF5Rows(self.files[0], self.keys[0], self.rows[index], r, self.features)
+            if hdf5
+            else RegionRows(self.files, self.keys, index, r, self.features)
+        )
+        return {
+            "regions": features,
+            "boxes": ArrayRows(self.boxes[:, :r], index, dtype=torch.float32),
+            "region_mask": ArrayRows(mask, index, dtype=torch.bool),
+        }
 
 
 def feature_source(root: Path, task: str) -> Path:
@@ -124,8 +137,10 @@ def feature_source(root: Path, task: str) -> Path:
         return root / "features"
     found = [root / f"features{s}" for s in HDF5_SUFFIXES if (root / f"features{s}").is_file()]
     if not found:
-        raise ValueError(f"{task}: {root} has neither a `features` folder (one .npz of region features per image) "
-                         f"nor a `features.h5` file")
+        raise ValueError(
+            f"{task}: {root} has neither a `features` folder (one .npz of region features per image) "
+            f"nor a `features.h5` file"
+        )
     return found[0]
 
 
@@ -145,10 +160,15 @@ def build_index(source: Path, out: Path, wanted: set[str] | None = None) -> None
         return _index_hdf5(source, out, wanted)
     files = sorted(p for p in source.glob("*.npz") if wanted is None or image_key(p.name) in wanted)
     if not files:
-        raise ValueError(f"{source}: no per-image feature files (*.npz)"
-                         + (" for the images the data names" if wanted else ""))
-    _refuse_repeated([image_key(p.name) for p in files], lambda i, j: f"{source}: {files[j].name} and "
-                     f"{files[i].name} both hold the features of image {image_key(files[i].name)}")
+        raise ValueError(
+            f"{source}: no per-image feature files (*.npz)" + (" for the images the data names" if wanted else "")
+        )
+    _refuse_repeated(
+        [image_key(p.name) for p in files],
+        lambda i, j: (
+            f"{source}: {files[j].name} and {files[i].name} both hold the features of image {image_key(files[i].name)}"
+        ),
+    )
     keys, counts, boxes, feature_sizes = [], [], [], set()
     for p in files:
         try:
@@ -165,8 +185,17 @@ def build_index(source: Path, out: Path, wanted: set[str] | None = None) -> None
     for i, b in enumerate(boxes):
         if b is not None:
             padded[i, : len(b)] = b
-    _save(out, [image_key(p.name) for p in files], [str(p) for p in files], keys, np.zeros(len(files), dtype=np.int64),
-          np.asarray(counts), padded, all(b is not None for b in boxes), feature_sizes.pop())
+    _save(
+        out,
+        [image_key(p.name) for p in files],
+        [str(p) for p in files],
+        keys,
+        np.zeros(len(files), dtype=np.int64),
+        np.asarray(counts),
+        padded,
+        all(b is not None for b in boxes),
+        feature_sizes.pop(),
+    )
 
 
 def _refuse_repeated(images: list[str], describe) -> None:
@@ -181,8 +210,10 @@ def _refuse_repeated(images: list[str], describe) -> None:
 def _dataset(f, names: tuple[str, ...], path: Path, what: str, required: bool = True):
     name = next((n for n in names if n in f), None)
     if name is None and required:
-        raise ValueError(f"{path}: holds no {what} (expected a dataset {' or '.join(f'`{n}`' for n in names)}; "
-                         f"found {', '.join(sorted(f.keys())) or 'nothing'})")
+        raise ValueError(
+            f"{path}: holds no {what} (expected a dataset {' or '.join(f'`{n}`' for n in names)}; "
+            f"found {', '.join(sorted(f.keys())) or 'nothing'})"
+        )
     return name
 
 
@@ -200,12 +231,16 @@ def _index_hdf5(path: Path, out: Path, wanted: set[str] | None) -> None:
         ids_name = _dataset(f, H5_IDS, path, "image ids")
         feats, ids = f[key], f[ids_name]
         if len(feats.shape) != 3 or feats.dtype.kind != "f" or feats.shape[1] == 0:
-            raise ValueError(f"{path}: `{key}` must be (images, regions, features) floats, found shape "
-                             f"{feats.shape} of {feats.dtype}")
+            raise ValueError(
+                f"{path}: `{key}` must be (images, regions, features) floats, found shape "
+                f"{feats.shape} of {feats.dtype}"
+            )
         n, r, width = feats.shape
         if ids.shape != (n,) or ids.dtype.kind not in "iu":
-            raise ValueError(f"{path}: `{ids_name}` must be {n} integers (one per row of `{key}`), found shape "
-                             f"{ids.shape} of {ids.dtype}")
+            raise ValueError(
+                f"{path}: `{ids_name}` must be {n} integers (one per row of `{key}`), found shape "
+                f"{ids.shape} of {ids.dtype}"
+            )
         images = [str(int(i)) for i in ids[:]]
         _refuse_repeated(images, lambda i, j: f"{path}: `{ids_name}` names image {images[i]} twice (rows {j} and {i})")
         rows = np.array([i for i, k in enumerate(images) if wanted is None or k in wanted], dtype=np.int64)
@@ -213,8 +248,10 @@ def _index_hdf5(path: Path, out: Path, wanted: set[str] | None) -> None:
             raise ValueError(f"{path}: holds none of the images the data names")
         for name in ("num_boxes", "image_w", "image_h"):  # one number per image, where given
             if name in f and (f[name].shape not in ((n,), (n, 1)) or f[name].dtype.kind not in "iuf"):
-                raise ValueError(f"{path}: `{name}` must be {n} numbers (one per row of `{key}`), found shape "
-                                 f"{f[name].shape} of {f[name].dtype}")
+                raise ValueError(
+                    f"{path}: `{name}` must be {n} numbers (one per row of `{key}`), found shape "
+                    f"{f[name].shape} of {f[name].dtype}"
+                )
         counts = np.full(n, r, dtype=np.int64)
         if "num_boxes" in f:
             counts = np.clip(np.asarray(f["num_boxes"][:], dtype=np.int64).reshape(n), 1, r)
@@ -229,14 +266,27 @@ def _index_hdf5(path: Path, out: Path, wanted: set[str] | None) -> None:
                 bad = np.flatnonzero(~(np.isfinite(size) & (size > 0)).all(1))
                 if len(bad):
                     w, h = size[bad[0]]
-                    raise ValueError(f"{path}: `image_w` and `image_h` must be positive sizes in pixels, got {w:g} and "
-                                     f"{h:g} for image {images[rows[bad[0]]]} (row {rows[bad[0]]})")
+                    raise ValueError(
+                        f"{path}: `image_w` and `image_h` must be positive sizes in pixels, got {w:g} and "
+                        f"{h:g} for image {images[rows[bad[0]]]} (row {rows[bad[0]]})"
+                    )
                 boxes = boxes / np.tile(size, 2)[:, None, :]
             elif boxes.size and boxes.max() > 1.5:
-                raise ValueError(f"{path}: `{box_name}` is in pixels (up to {boxes.max():.0f}) but the file has no "
-                                 f"`image_w` and `image_h` datasets to make it relative")
-    _save(out, [images[i] for i in rows], [str(path)] * len(rows), [key] * len(rows), rows, counts[rows], boxes,
-          box_name is not None, width)
+                raise ValueError(
+                    f"{path}: `{box_name}` is in pixels (up to {boxes.max():.0f}) but the file has no "
+                    f"`image_w` and `image_h` datasets to make it relative"
+                )
+    _save(
+        out,
+        [images[i] for i in rows],
+        [str(path)] * len(rows),
+        [key] * len(rows),
+        rows,
+        counts[rows],
+        boxes,
+        box_name is not None,
+        width,
+    )
 
 
 def _save(out: Path, images, files, keys, rows, counts, boxes, has_boxes: bool, features: int) -> None:
@@ -250,6 +300,13 @@ def _save(out: Path, images, files, keys, rows, counts, boxes, has_boxes: bool, 
 def load_index(out: Path) -> RegionIndex:
     lines = [line.split("\t", 2) for line in (out / "images.txt").read_text().splitlines()]
     features, has_boxes = (out / "meta.txt").read_text().split("\t")
-    return RegionIndex([i for i, _, _ in lines], [f for _, _, f in lines], [k for _, k, _ in lines],
-                       np.load(out / "rows.npy"), np.load(out / "counts.npy"), np.load(out / "boxes.npy", mmap_mode="r"),
-                       bool(int(has_boxes)), int(features))
+    return RegionIndex(
+        [i for i, _, _ in lines],
+        [f for _, _, f in lines],
+        [k for _, k, _ in lines],
+        np.load(out / "rows.npy"),
+        np.load(out / "counts.npy"),
+        np.load(out / "boxes.npy", mmap_mode="r"),
+        bool(int(has_boxes)),
+        int(features),
+    )

@@ -24,8 +24,9 @@ def _targets(model, captions: torch.Tensor) -> torch.Tensor:
     body = codec.encode(captions) if codec else captions
     bos, eos = (codec.bos, codec.eos) if codec else (BOS, EOS)
     b = captions.shape[0]
-    return torch.cat([torch.full((b, 1), bos, device=captions.device), body,
-                      torch.full((b, 1), eos, device=captions.device)], dim=1)
+    return torch.cat(
+        [torch.full((b, 1), bos, device=captions.device), body, torch.full((b, 1), eos, device=captions.device)], dim=1
+    )
 
 
 def tokens_to_words(model, tokens: torch.Tensor) -> list[list[int]]:
@@ -74,5 +75,4 @@ class SceneCaptions(scenes.SceneTask):
             hyps += tokens_to_words(model, greedy_decode(model, b["regions"], b["boxes"], max_len).cpu())
             refs += b["captions"].cpu().tolist()
         exact = sum(h == r for h, r in zip(hyps, refs)) / len(refs)
-        return {"bleu4": corpus_bleu(hyps, refs), "exact_match": exact,
-                "loss": sum(losses) / len(refs)}
+        return {"bleu4": corpus_bleu(hyps, refs), "exact_match": exact, "loss": sum(losses) / len(refs)}

@@ -15,8 +15,11 @@ from .base import batches
 
 class SceneRetrieval(scenes.SceneTask):
     name, family, metric = "scene-retrieval", "retrieval", "mrr"
-    metrics = {"mrr": "maximize", "rsum": "maximize",
-               **{f"{d}_{m}": "maximize" for d in ("i2t", "t2i") for m in ("r@1", "r@5", "r@10", "mrr")}}
+    metrics = {
+        "mrr": "maximize",
+        "rsum": "maximize",
+        **{f"{d}_{m}": "maximize" for d in ("i2t", "t2i") for m in ("r@1", "r@5", "r@10", "mrr")},
+    }
 
     def loss(self, model, batch):
         scores = model(batch["regions"], batch["captions"])  # (B, B), matches on the diagonal
@@ -29,8 +32,11 @@ class SceneRetrieval(scenes.SceneTask):
         images = torch.cat([model.embed_image(b["regions"]) for b in batches(data, batch_size, device=device)])
         texts = torch.cat([model.embed_text(b["captions"]) for b in batches(data, batch_size, device=device)])
         # the pairwise head holds (rows, N, d) activations: score in row chunks
-        scores = torch.cat([model.score(images[i:i + batch_size], texts)
-                            for i in range(0, len(images), batch_size)]).float().cpu()
+        scores = (
+            torch.cat([model.score(images[i : i + batch_size], texts) for i in range(0, len(images), batch_size)])
+            .float()
+            .cpu()
+        )
         out = {**retrieval_metrics(scores, "i2t"), **retrieval_metrics(scores.T, "t2i")}
         out["mrr"] = (out["i2t_mrr"] + out["t2i_mrr"]) / 2
         out["rsum"] = sum(v for k, v in out.items() if "@" in k)

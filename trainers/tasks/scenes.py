@@ -61,14 +61,26 @@ def generate(n: int, seed: int) -> dict[str, torch.Tensor]:
     dx, dy = centre[:, 1, 0] - centre[:, 0, 0], centre[:, 1, 1] - centre[:, 0, 1]
     # relation of object 0 to object 1 along the axis where they are further apart
     relation = np.where(np.abs(dx) >= np.abs(dy), np.where(dx > 0, 0, 1), np.where(dy > 0, 2, 3))
-    captions = np.stack([np.full(n, A_ID), ADJ_BASE + adjs[:, 0], NOUN_BASE + nouns[:, 0],
-                         np.array([RELATION_IDS[RELATIONS[r]] for r in relation]),
-                         np.full(n, A_ID), ADJ_BASE + adjs[:, 1], NOUN_BASE + nouns[:, 1]], axis=1)
+    captions = np.stack(
+        [
+            np.full(n, A_ID),
+            ADJ_BASE + adjs[:, 0],
+            NOUN_BASE + nouns[:, 0],
+            np.array([RELATION_IDS[RELATIONS[r]] for r in relation]),
+            np.full(n, A_ID),
+            ADJ_BASE + adjs[:, 1],
+            NOUN_BASE + nouns[:, 1],
+        ],
+        axis=1,
+    )
     order = np.argsort(rng.uniform(size=(n, REGIONS)), axis=1)  # region order carries no information
     feats = np.take_along_axis(feats, order[..., None], axis=1)
     boxes = np.take_along_axis(boxes, order[..., None], axis=1)
-    return {"regions": torch.from_numpy(feats), "boxes": torch.from_numpy(boxes),
-            "captions": torch.from_numpy(captions.astype(np.int64))}
+    return {
+        "regions": torch.from_numpy(feats),
+        "boxes": torch.from_numpy(boxes),
+        "captions": torch.from_numpy(captions.astype(np.int64)),
+    }
 
 
 class SceneTask(Task):
@@ -80,10 +92,16 @@ class SceneTask(Task):
         self.sizes = dict(SPLIT_SIZES, train=train_size)
 
     def input_sizes(self):
-        return {"image_regions": REGIONS, "region_features": REGION_FEATURES,
-                "caption_tokens": self.caption_tokens, "vocab_size": VOCAB}
+        return {
+            "image_regions": REGIONS,
+            "region_features": REGION_FEATURES,
+            "caption_tokens": self.caption_tokens,
+            "vocab_size": VOCAB,
+        }
 
     def load(self, seed: int = 0) -> dict[str, Split]:
         # Fixed data whatever the training seed; each split from its own generator seed.
-        return {split: cached(f"scenes-v1-{split}-{n}", lambda n=n, s=i: generate(n, 2000 + s))
-                for i, (split, n) in enumerate(self.sizes.items())}
+        return {
+            split: cached(f"scenes-v1-{split}-{n}", lambda n=n, s=i: generate(n, 2000 + s))
+            for i, (split, n) in enumerate(self.sizes.items())
+        }

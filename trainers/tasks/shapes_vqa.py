@@ -57,12 +57,16 @@ def generate(n: int, seed: int) -> dict[str, torch.Tensor]:
     same_shape = (shape == shape[rows, target][:, None]).sum(1)
     answer_word = np.select(
         [template == 0, template == 1, template == 2, template == 3, template == 4, template == 5],
-        [np.array(SHAPES)[shape[rows, target]],
-         np.where(pos[rows, target, 0] < 0.5, "yes", "no"),
-         np.where(pos[rows, target, 1] < 0.5, "yes", "no"),
-         np.array(SHAPES)[shape[rows, closest]],
-         np.array(COLOURS)[furthest],
-         same_shape.astype(str)], default="")
+        [
+            np.array(SHAPES)[shape[rows, target]],
+            np.where(pos[rows, target, 0] < 0.5, "yes", "no"),
+            np.where(pos[rows, target, 1] < 0.5, "yes", "no"),
+            np.array(SHAPES)[shape[rows, closest]],
+            np.array(COLOURS)[furthest],
+            same_shape.astype(str),
+        ],
+        default="",
+    )
     index = {w: i for i, w in enumerate(WORDS)}
     questions = np.zeros((n, QUESTION_TOKENS), dtype=np.int64)
     for i in range(n):
@@ -71,26 +75,41 @@ def generate(n: int, seed: int) -> dict[str, torch.Tensor]:
     order = np.argsort(rng.uniform(size=(n, objects)), axis=1)  # region order carries no information
     feats = np.take_along_axis(feats, order[:, :, None], axis=1)
     answers = np.array([ANSWERS.index(a) for a in answer_word])
-    return {"question": torch.from_numpy(questions), "regions": torch.from_numpy(feats),
-            "labels": torch.from_numpy(answers), "template": torch.from_numpy(template)}
+    return {
+        "question": torch.from_numpy(questions),
+        "regions": torch.from_numpy(feats),
+        "labels": torch.from_numpy(answers),
+        "template": torch.from_numpy(template),
+    }
 
 
 class ShapesVQA(Task):
     name, family, metric = "shapes-vqa", "mcan", "accuracy"
-    metrics = {"accuracy": "maximize", "loss": "minimize", "accuracy_relational": "maximize",
-               "accuracy_non_relational": "maximize"}
+    metrics = {
+        "accuracy": "maximize",
+        "loss": "minimize",
+        "accuracy_relational": "maximize",
+        "accuracy_non_relational": "maximize",
+    }
 
     def __init__(self, train_size: int = SPLIT_SIZES["train"]):
         self.sizes = dict(SPLIT_SIZES, train=train_size)
 
     def input_sizes(self):
-        return {"question_tokens": QUESTION_TOKENS, "image_regions": len(COLOURS),
-                "region_features": REGION_FEATURES, "vocab_size": len(WORDS), "num_answers": len(ANSWERS)}
+        return {
+            "question_tokens": QUESTION_TOKENS,
+            "image_regions": len(COLOURS),
+            "region_features": REGION_FEATURES,
+            "vocab_size": len(WORDS),
+            "num_answers": len(ANSWERS),
+        }
 
     def load(self, seed: int = 0) -> dict[str, Split]:
         # Fixed data whatever the training seed; each split from its own generator seed.
-        return {split: cached(f"shapes-vqa-v1-{split}-{n}", lambda n=n, s=i: generate(n, 1000 + s))
-                for i, (split, n) in enumerate(self.sizes.items())}
+        return {
+            split: cached(f"shapes-vqa-v1-{split}-{n}", lambda n=n, s=i: generate(n, 1000 + s))
+            for i, (split, n) in enumerate(self.sizes.items())
+        }
 
     def loss(self, model, batch):
         return F.cross_entropy(model(batch["question"], batch["regions"]), batch["labels"])
@@ -98,11 +117,15 @@ class ShapesVQA(Task):
     @torch.no_grad()
     def evaluate(self, model, data, batch_size=512):
         device = next(model.parameters()).device
-        logits = torch.cat([model(b["question"], b["regions"]).float().cpu()
-                            for b in batches(data, batch_size, device=device)])
+        logits = torch.cat(
+            [model(b["question"], b["regions"]).float().cpu() for b in batches(data, batch_size, device=device)]
+        )
         labels = data["labels"]
         relational = data["template"] >= 3
         correct = (logits.argmax(-1) == labels).float()
-        return {"accuracy": accuracy(logits, labels), "loss": F.cross_entropy(logits, labels).item(),
-                "accuracy_relational": correct[relational].mean().item(),
-                "accuracy_non_relational": correct[~relational].mean().item()}
+        return {
+            "accuracy": accuracy(logits, labels),
+            "loss": F.cross_entropy(logits, labels).item(),
+            "accuracy_relational": correct[relational].mean().item(),
+            "accuracy_non_relational": correct[~relational].mean().item(),
+        }

@@ -43,15 +43,18 @@ class VQA(Task):
     metrics = {"vqa_accuracy": "maximize", "loss": "minimize"}
     path_options = ("path",)
 
-    def __init__(self, path: str | Path | None = None, answers: int = 3129, question_tokens: int = 14,
-                 min_word_count: int = 1):
+    def __init__(
+        self, path: str | Path | None = None, answers: int = 3129, question_tokens: int = 14, min_word_count: int = 1
+    ):
         if path is None:
             raise ValueError(needs_path(self.name))
         self.path = Path(path)
         if not self.path.is_dir():
             raise ValueError(f"vqa: no such folder: {self.path}")
-        self.options = {k: positive_option(k, v, self.name) for k, v in
-                        dict(answers=answers, question_tokens=question_tokens, min_word_count=min_word_count).items()}
+        self.options = {
+            k: positive_option(k, v, self.name)
+            for k, v in dict(answers=answers, question_tokens=question_tokens, min_word_count=min_word_count).items()
+        }
         files = self._files()
         self.features = feature_source(self.path, self.name)
         inputs = [*files.values(), *source_files(self.features)]
@@ -66,10 +69,12 @@ class VQA(Task):
             for kind in ("questions", "annotations"):
                 found = sorted(self.path.glob(f"*{split}*{kind}*.json"))
                 if len(found) != 1:
-                    raise ValueError(f"vqa: {self.path} needs one *{split}*{kind}*.json file (as "
-                                     f"v2_OpenEnded_mscoco_{split}2014_questions.json, "
-                                     f"v2_mscoco_{split}2014_annotations.json), "
-                                     f"found {len(found)}")
+                    raise ValueError(
+                        f"vqa: {self.path} needs one *{split}*{kind}*.json file (as "
+                        f"v2_OpenEnded_mscoco_{split}2014_questions.json, "
+                        f"v2_mscoco_{split}2014_annotations.json), "
+                        f"found {len(found)}"
+                    )
                 out[f"{split}_{kind}"] = found[0]
         return out
 
@@ -83,9 +88,13 @@ class VQA(Task):
             given = field(a, "answers", list, where)
             qid = field(a, "question_id", int, where)
             if qid in annotated_at:  # two answer sets for one question: neither can be the truth
-                raise ValueError(f"{where}: question {qid} is annotated twice (first at annotations[{annotated_at[qid]}])")
+                raise ValueError(
+                    f"{where}: question {qid} is annotated twice (first at annotations[{annotated_at[qid]}])"
+                )
             annotated_at[qid] = i
-            answers[qid] = [normalize_answer(field(g, "answer", str, f"{where}.answers[{j}]")) for j, g in enumerate(given)]
+            answers[qid] = [
+                normalize_answer(field(g, "answer", str, f"{where}.answers[{j}]")) for j, g in enumerate(given)
+            ]
         out, asked_at = [], {}
         for i, q in enumerate(qs):
             where = f"vqa: {questions}: questions[{i}]"
@@ -109,8 +118,10 @@ class VQA(Task):
         for s, rows in parts.items():
             for qid, img, _, _ in rows:
                 if img not in position:
-                    raise ValueError(f"vqa: {files[f'{s}_questions']}: question {qid} names image {img}, which has no "
-                                     f"features in {self.features}{missing_hint(self.features, img)}")
+                    raise ValueError(
+                        f"vqa: {files[f'{s}_questions']}: question {qid} names image {img}, which has no "
+                        f"features in {self.features}{missing_hint(self.features, img)}"
+                    )
         o = self.options
         vocab = build_vocab((w for _, _, w, _ in parts["train"]), o["min_word_count"], (PAD, UNK))
         counts = Counter(a for _, _, _, given in parts["train"] for a in given)
@@ -120,14 +131,18 @@ class VQA(Task):
         ids = np.full((len(rows), ANSWERS_PER_QUESTION), -1, dtype=np.int32)
         n_given = np.zeros((len(rows), ANSWERS_PER_QUESTION), dtype=np.int32)
         for r, (_, _, _, given) in enumerate(rows):
-            for k, (a, c) in enumerate(Counter(x for x in given if x in answer_index).most_common(ANSWERS_PER_QUESTION)):
+            for k, (a, c) in enumerate(
+                Counter(x for x in given if x in answer_index).most_common(ANSWERS_PER_QUESTION)
+            ):
                 ids[r, k], n_given[r, k] = answer_index[a], c
         # val images are halved by a fixed seed into the val and test splits (no image in both)
         val_images = sorted({img for _, img, _, _ in parts["val"]})
         if len(val_images) < 2:
-            raise ValueError(f"vqa: {files['val_questions']} names {len(val_images)} image(s); its images are halved "
-                             f"into the validation and test splits, so it needs at least 2")
-        test_images = set(np.random.default_rng(0).permutation(val_images)[len(val_images) // 2:].tolist())
+            raise ValueError(
+                f"vqa: {files['val_questions']} names {len(val_images)} image(s); its images are halved "
+                f"into the validation and test splits, so it needs at least 2"
+            )
+        test_images = set(np.random.default_rng(0).permutation(val_images)[len(val_images) // 2 :].tolist())
         split = np.array([0] * len(parts["train"]) + [2 if img in test_images else 1 for _, img, _, _ in parts["val"]])
         length = min(o["question_tokens"], max(len(w) for _, _, w, _ in rows))
         np.save(out / "tokens.npy", encode([w for _, _, w, _ in rows], vocab, length))
@@ -138,19 +153,25 @@ class VQA(Task):
         save_json(out, "meta.json", {"vocab": vocab, "answers": answer_list, "question_tokens": length})
 
     def input_sizes(self):
-        return {"question_tokens": self.meta["question_tokens"], "image_regions": self.regions.regions,
-                "region_features": self.regions.features, "vocab_size": len(self.meta["vocab"]),
-                "num_answers": len(self.meta["answers"])}
+        return {
+            "question_tokens": self.meta["question_tokens"],
+            "image_regions": self.regions.regions,
+            "region_features": self.regions.features,
+            "vocab_size": len(self.meta["vocab"]),
+            "num_answers": len(self.meta["answers"]),
+        }
 
     def load(self, seed: int = 0) -> dict[str, Split]:
         split, ids, image = (load_array(self.folder, n) for n in ("split", "answer_ids", "image"))
         out = {}
         for i, name in enumerate(("train", "val", "test")):
             index = np.flatnonzero((np.asarray(split) == i) & ((np.asarray(ids)[:, 0] >= 0) if i == 0 else True))
-            out[name] = {"question": ArrayRows(load_array(self.folder, "tokens"), index),
-                         "answer_ids": ArrayRows(ids, index),
-                         "answer_counts": ArrayRows(load_array(self.folder, "answer_counts"), index),
-                         **self.regions.columns(np.asarray(image)[index])}
+            out[name] = {
+                "question": ArrayRows(load_array(self.folder, "tokens"), index),
+                "answer_ids": ArrayRows(ids, index),
+                "answer_counts": ArrayRows(load_array(self.folder, "answer_counts"), index),
+                **self.regions.columns(np.asarray(image)[index]),
+            }
             del out[name]["boxes"]  # MCAN reads no boxes
         return out
 

@@ -10,10 +10,30 @@ import sys
 
 _ROOT = os.environ.get("LWNAS_AUDIT_ROOT")
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-_PATH_EVENTS = {"os.mkdir", "os.remove", "os.rename", "os.rmdir", "os.symlink", "os.link", "os.truncate",
-                "os.chmod", "shutil.rmtree", "shutil.copyfile", "shutil.move"}
-_PROCESS_EVENTS = {"os.system", "subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
-                   "os.forkpty", "pty.spawn", "os.startfile"}
+_PATH_EVENTS = {
+    "os.mkdir",
+    "os.remove",
+    "os.rename",
+    "os.rmdir",
+    "os.symlink",
+    "os.link",
+    "os.truncate",
+    "os.chmod",
+    "shutil.rmtree",
+    "shutil.copyfile",
+    "shutil.move",
+}
+_PROCESS_EVENTS = {
+    "os.system",
+    "subprocess.Popen",
+    "os.exec",
+    "os.posix_spawn",
+    "os.spawn",
+    "os.fork",
+    "os.forkpty",
+    "pty.spawn",
+    "os.startfile",
+}
 
 
 def _outside(path) -> bool:
@@ -27,7 +47,8 @@ def _hook(event: str, args: tuple) -> None:
     if event == "open":
         path, mode, flags = args
         writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-            mode is None and isinstance(flags, int) and flags & _WRITE_FLAGS)
+            mode is None and isinstance(flags, int) and flags & _WRITE_FLAGS
+        )
         if writes and path is not None and _outside(path):
             sys.stderr.write(f"AUDIT open for writing outside the test folder: {path!r}\n")
     elif event in _PATH_EVENTS and args and _outside(args[0]):
