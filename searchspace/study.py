@@ -18,6 +18,7 @@ from .config import FAMILIES
 from .errors import ConfigError, did_you_mean, shown
 from .latency_settings import LATENCY_METRICS, LatencySettings, latency_settings
 from .space import SearchSpace, SpaceError
+from .space_check import checked_space
 from .training import STUDY_TRAINING_KEYS, training_value_problem
 from .yamlsource import YamlProblem, line_of, load_located, loads_located
 
@@ -230,7 +231,8 @@ def study_from_dict(
     space = None
     if family is not None and "space" in data:
         try:
-            space = SearchSpace.from_dict(data["space"], family, check=check_space)
+            parse = checked_space if check_space else SearchSpace.from_dict
+            space = parse(data["space"], family)
         except SpaceError as exc:
             problems.extend(exc.problems)
     seeds = _seed_configs(data.get("seed_configs") or {}, space, problems)
