@@ -146,7 +146,7 @@ def knob(
         "input_size": input_size,
         "default_doc": default_doc,
     }
-    return typing.cast(T, field(default=default, metadata=metadata))
+    return field(default=default, metadata=metadata)
 
 
 def arch_knobs(cls: type) -> tuple[ArchKnob, ...]:
@@ -271,7 +271,7 @@ def setting(
 ) -> T:
     """A ``TrainSettings`` field with default ``default`` and its setting's metadata (see ``TrainingKnob``)."""
     metadata = {"help": help, "rule": rule, "ok": ok, "searchable": searchable, "per_study": per_study}
-    return typing.cast(T, field(default=default, metadata={**metadata, "choices": choices}))
+    return field(default=default, metadata={**metadata, "choices": choices})
 
 
 def training_knobs(cls: type) -> tuple[TrainingKnob, ...]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -96,7 +96,8 @@ def _condition_problems(space: SearchSpace) -> list[Problem]:
         if knob.written is not None and all(_active(knob, v) for v, _ in _combinations(space, reads)):
             problems.append((("space", knob.name), _neutral_never_problem(knob)))
         if not any(_active(knob, values) for values, _ in _combinations(space, reads)):
-            if knob.searched or (knob.implied is not None and not same_value(knob.domain.value, knob.neutral)):
+            fixed = knob.domain.value if isinstance(knob.domain, Fixed) else None
+            if knob.searched or (knob.implied is not None and not same_value(fixed, knob.neutral)):
                 problems.append(
                     (
                         ("space", knob.name),
@@ -145,6 +146,7 @@ def _combinations(space: SearchSpace, names: set[str]) -> Iterator[tuple[dict[st
     """
     order = [k for k in space.knobs if k.name in names]
     domains = [checked_values(k.domain) for k in order]  # never a whole wide range or a long choice
+    grids: Iterable[tuple[Any, ...]]
     if _product(space, names) <= ENUMERATION_LIMIT:
         grids = itertools.product(*domains)
     else:
@@ -152,14 +154,18 @@ def _combinations(space: SearchSpace, names: set[str]) -> Iterator[tuple[dict[st
         grids = (tuple(d[int(rng.integers(len(d)))] for d in domains) for _ in range(SAMPLED_COMBINATIONS))
     seen: set[tuple] = set()
     for combo in grids:
-        pick = dict(zip((k.name for k in order), combo))
-        values = space.effective(lambda knob, pick=pick: pick.get(knob.name, knob.domain.at(0)))
+        values = space.effective(_picker(dict(zip((k.name for k in order), combo))))
         chosen = {k.name: values[k.name] for k in order if _active(k, values) and not isinstance(k.domain, Fixed)}
         key = tuple(sorted((k, repr(v)) for k, v in chosen.items()))
         if key in seen:  # inactive knobs make several combinations the same point
             continue
         seen.add(key)
         yield values, chosen
+
+
+def _picker(pick: dict[str, Any]) -> Callable[[Knob], Any]:
+    """``effective``'s choice: the value in ``pick``, else the knob's first value."""
+    return lambda knob: pick.get(knob.name, knob.domain.at(0))
 
 
 # ---- rules ---------------------------------------------------------------------------------------

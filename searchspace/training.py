@@ -133,7 +133,7 @@ def training_value_problem(knob: str, value: Any) -> str | None:
     return f"must be {spec.rule}, got {value!r}{hint}"
 
 
-def training_problems(raw: Any, allowed: tuple[str, ...] | None = None) -> list[tuple[tuple[str, ...], str]]:
+def training_problems(raw: Any, allowed: tuple[str, ...] | None = None) -> list[tuple[tuple[Any, ...], str]]:
     """Every problem of a ``training:`` mapping, each as (path such as ``("training", "lr")``, message).
 
     ``allowed`` names the settings the mapping may hold (every one by default).
@@ -143,7 +143,7 @@ def training_problems(raw: Any, allowed: tuple[str, ...] | None = None) -> list[
     if not isinstance(raw, Mapping):
         return [(("training",), f"must be a mapping of training settings, got {raw!r}")]
     allowed = tuple(BY_NAME) if allowed is None else allowed
-    problems = []
+    problems: list[tuple[tuple[Any, ...], str]] = []
     for key, value in raw.items():
         if key not in allowed:
             problems.append((("training", key), f"unknown training setting{did_you_mean(str(key), allowed)}"))
