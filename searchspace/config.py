@@ -1,10 +1,12 @@
 """ArchConfig: one point of the lightweight-Transformer space, as plain validated data.
 
-Every knob is a field written out in ``ArchConfig`` below, ``name: type = knob(default, help, ...)``,
-with its metadata (section, families, limit, choices, activation) on the field; the knob table
-(``ARCH`` here, re-exported by ``knobs.py``) is read back from those fields, and everything else that
-repeats a knob (validation, family and activation defaults, the study language's checks,
-docs/knobs.md, the model registry's coverage check, the dashboard's sample space) derives from it.
+Every knob is a field written out in ``ArchConfig`` below, ``name: type = knob(default, help, ...)``
+(``knob_fields.py``), with its metadata (section, families, limit, choices, activation) on the field.
+The knob table (``ARCH``, gathered with the training knobs in ``knobs.py``) is read back from those
+fields, and what repeats a knob comes from it: the checks of each value, the family and activation
+defaults, one activation rule per knob with ``active_when`` (``rules.py``, beside the rules between
+knobs), the study language's checks, docs/knobs.md, the model registry's coverage check and the
+dashboard's sample space.
 
 Configuration flows one way: YAML/dict -> ``ArchConfig`` (validated, frozen) -> ``build_model``.
 Family-dependent knobs default to ``None`` and are filled from their ``family_defaults`` when the

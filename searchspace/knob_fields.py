@@ -3,8 +3,9 @@
 ``ArchConfig`` (``config.py``) and ``TrainSettings`` (``training.py``) write every field out, each
 as ``name: type = knob(default, help, ...)``; the metadata (limits, families, activation, help)
 rides on the field. ``arch_knobs`` and ``training_knobs`` read a class's fields back as the knob
-table's records (``ArchKnob``, ``TrainingKnob``), and each record checks itself when it is built, so
-a malformed field fails the import of its class.
+table's records (``ArchKnob``, ``TrainingKnob``; the kind or type from the field's annotation), and
+each record checks itself when it is built, so a malformed field fails the import of the module that
+defines its class.
 
 Torch-free: the CLI and the study checker import this without torch.
 """
@@ -257,6 +258,11 @@ class TrainingKnob:
     searchable: bool = True  # may be searched in a study's `space`
     per_study: bool = True  # may be set in a study's `training` (epochs and seed come from elsewhere)
     choices: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        """The table checks itself when imported: a default must meet its own rule."""
+        if not self.ok(self.default):
+            raise ValueError(f"knob table: {self.name}: the default {self.default!r} is not {self.rule}")
 
 
 def setting(
