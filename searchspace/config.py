@@ -4,9 +4,9 @@ Every knob is a field written out in ``ArchConfig`` below, ``name: type = knob(d
 (``knob_fields.py``), with its metadata (section, families, limit, choices, activation) on the field.
 The knob table (``ARCH``, gathered with the training knobs in ``knobs.py``) is read back from those
 fields, and what repeats a knob comes from it: the checks of each value, the family and activation
-defaults, one activation rule per knob with ``active_when`` (``rules.py``, beside the rules between
-knobs), the study language's checks, docs/knobs.md, the model registry's coverage check and the
-dashboard's sample space.
+defaults, one activation rule per knob with ``active_when``, the study language's checks,
+docs/knobs.md, the model registry's coverage check and the dashboard's sample space. The rules
+between knobs (divisibility, pattern lengths, kv sharing) are written at the end of this module.
 
 Configuration flows one way: YAML/dict -> ``ArchConfig`` (validated, frozen) -> ``build_model``.
 Family-dependent knobs default to ``None`` and are filled from their ``family_defaults`` when the
@@ -18,6 +18,7 @@ Torch-free: the CLI and the study checker import this without torch.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
@@ -34,11 +35,13 @@ from .knob_fields import (
     TEMDE,
     WIDTHS,
     ArchKnob,
+    Check,
+    Rule,
+    activation_rule,
     arch_knobs,
     knob,
 )
 from .radix import digits_for
-from .rules import BETWEEN, Rule, activation_rule
 from .sharing import MAX_LAYERS, format_pattern, parse_pattern
 
 # Limits: far above any Transformer the papers describe. Within them every tensor of a model has fewer
@@ -430,21 +433,6 @@ class ArchConfig:
         return replace(self, **changes)
 
 
-# ---- the knob table, read back from the fields ---------------------------------------------------
-ARCH: tuple[ArchKnob, ...] = arch_knobs(ArchConfig)
-BY_NAME: dict[str, ArchKnob] = {k.name: k for k in ARCH}
-# Activation rules first (one per knob with `active_when`), then the rules between knobs.
-RULES_TABLE: tuple[Rule, ...] = (*(activation_rule(k) for k in ARCH if k.activation is not None), *BETWEEN)
-# Every rule between knobs, with the knobs its outcome depends on. The search space uses this to
-# check a study's discrete part rule by rule (searchspace/space_check.py).
-RULES: dict[str, frozenset[str]] = {r.name: r.reads for r in RULES_TABLE}
-# Defaults filled per family for knobs left unset (the tasks read them).
-FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
-    f: {k.name: k.family_defaults[f] for k in ARCH if f in k.family_defaults} for f in FAMILIES
-}
-COUPLED_DEFAULT: str = BY_NAME["coupled_scale"].active_default  # Couplformer's released code (wer010, 2022)
-
-
 def knob_names() -> tuple[str, ...]:
     return tuple(k.name for k in ARCH)
 
@@ -493,3 +481,134 @@ def rule_violations(values: dict[str, Any]) -> list[tuple[str, str, str]] | None
 def _rule_problems(cfg: ArchConfig) -> list[tuple[str, str, str]]:
     """Every rule (activation, divisibility, dependencies, pattern lengths), as (rule, knob, message)."""
     return [(r.name, knob, message) for r in RULES_TABLE for knob, message in r.check(cfg)]
+
+
+# ---- rules between knobs -------------------------------------------------------------------------
+# Each a small function of a normalised ArchConfig under `@rule(name, *knobs it reads)`;
+# tests/test_knob_table.py checks that it reads no other knob. They run whenever an ArchConfig is built
+# (after the activation rules, which are derived from `active_when`), and space_check.py runs them over
+# a study's space.
+BETWEEN: list[Rule] = []  # the rules between knobs, in the order their messages are reported
+
+
+def rule(name: str, *reads: str) -> Callable[[Check], Check]:
+    """Register the decorated function as rule ``name`` reading ``reads``; its docstring says what it checks."""
+
+    def register(check: Check) -> Check:
+        BETWEEN.append(Rule(name, frozenset(reads), check, (check.__doc__ or "").strip()))
+        return check
+
+    return register
+
+
+_STACK_SHARING = ("attention_sharing", "encoder_attention_sharing", "decoder_attention_sharing")
+_DEPTHS = ("layers", "encoder_layers", "decoder_layers")
+_PATTERNS = ("layer_sharing", "encoder_layer_sharing", "decoder_layer_sharing")
+
+
+@rule("heads_divide_d_model", "d_model", "heads")
+def _heads_divide_d_model(cfg: ArchConfig) -> Iterator[tuple[str, str]]:
+    """`d_model` is divisible by `heads`."""
+    if cfg.d_model % cfg.heads:
+        yield "d_model", f"{cfg.d_model} must be divisible by `heads` ({cfg.heads})"
+
+
+# LW-Transformer §III-B: k groups, each running h/k heads on d/k features.
+@rule("grouping_needs_groups", "groups", "g_mha", "g_ffn")
+def _grouping_needs_groups(cfg: ArchConfig) -> Iterator[tuple[str, str]]:
+    """`g_mha` and `g_ffn` need `groups` >= 2."""
+    for name, on in (("g_mha", cfg.g_mha), ("g_ffn", cfg.g_ffn)):
+        if on and cfg.groups < 2:
+            yield name, f"needs `groups` >= 2, got groups={cfg.groups}"
+
+
+@rule("groups_divide_heads", "heads", "groups", "g_mha")
+def _groups_divide_heads(cfg: ArchConfig) -> Iterator[tuple[str, str]]:
+    """with `g_mha`, `heads` is divisible by `groups`: each group runs heads/groups heads."""
+    if cfg.g_mha and cfg.groups > 1 and cfg.heads % cfg.groups:
+        yield (
+            "heads",
+            f"{cfg.heads} must be divisible by `groups` ({cfg.groups}): G-MHA runs heads/groups heads per group",
+        )
+
+
+@rule("groups_divide_d_model", "d_model", "groups", "g_mha", "g_ffn")
+def _groups_divide_d_model(cfg: ArchConfig) -> Iterator[tuple[str, str]]:
+    """with grouping, `d_model` is divisible by `groups`."""
+    if (cfg.g_mha or cfg.g_ffn) and cfg.groups > 1 and cfg.d_model % cfg.groups:
+        yield "d_model", f"{cfg.d_model} must be divisible by `groups` ({cfg.groups})"
+
+
+@rule("groups_divide_d_ff", "d_ff", "d_model", "groups", "g_ffn")
+def _groups_divide_d_ff(cfg: ArchConfig) -> Iterator[tuple[str, str]]:
+    """with `g_ffn`, `d_ff` is divisible by `groups`."""
+    if cfg.g_ffn and cfg.groups > 1 and cfg.ffn_dim % cfg.groups:
+        yield "d_ff", f"{cfg.ffn_dim} must be divisible by `groups` ({cfg.groups}) for G-FFN"
+
+
+# ACORT attention sharing: kv feeds the projected key in as the value, so widths must match.
+@rule("kv_needs_no_expansion", *_STACK_SHARING, "qk_expansion")
+def _kv_needs_no_expansion(cfg: ArchConfig) -> Iterator[tuple[str, str]]:
+    """`kv` attention sharing (of any stack) needs `qk_expansion: 1`: the key is reused as the value."""
+    overrides = {
+        "encoder": ("encoder_attention_sharing", cfg.encoder_attention_sharing),
+        "decoder": ("decoder_attention_sharing", cfg.decoder_attention_sharing),
+    }
+    for stack in cfg.stacks:
+        if cfg.attention_sharing_of(stack) == "kv" and cfg.qk_expansion > 1:
+            name, own = overrides[stack]
+            yield (
+                name if own else "attention_sharing",
+                f"`kv` reuses the key as the value, which needs qk_expansion 1 (got {cfg.qk_expansion})",
+            )
+
+
+# ACORT cross-layer sharing: one index per layer of the stack.
+@rule("pattern_length", *_DEPTHS, *_PATTERNS)
+def _pattern_length(cfg: ArchConfig) -> Iterator[tuple[str, str]]:
+    """a sharing pattern has one entry per layer of the stack it applies to."""
+    overrides = {
+        "encoder": ("encoder_layer_sharing", cfg.encoder_layer_sharing, "encoder_layers"),
+        "decoder": ("decoder_layer_sharing", cfg.decoder_layer_sharing, "decoder_layers"),
+    }
+    for stack, depth in cfg.depths.items():
+        override, own, stack_depth = overrides[stack]
+        if (own or cfg.layer_sharing) is None:
+            continue  # every layer its own: the length matches by construction (and `layers` may be huge)
+        pattern = cfg.sharing_pattern(stack)
+        if len(pattern) != depth:
+            depth_knob = stack_depth if cfg.family in STACKED else "layers"
+            yield (
+                override if own is not None else "layer_sharing",
+                f"{format_pattern(pattern)} has {len(pattern)} entries but the {stack} has {depth} layers "
+                f"(`{depth_knob}`)",
+            )
+
+
+@rule("radix_base_min", "radix_base")
+def _radix_base_min(cfg: ArchConfig) -> Iterator[tuple[str, str]]:
+    """`radix_base` is at least 2."""
+    if cfg.radix_base is not None and cfg.radix_base < 2:
+        yield "radix_base", f"must be >= 2, got {cfg.radix_base}"
+
+
+@rule("coupled_needs_grid", "attention", "family")
+def _coupled_needs_grid(cfg: ArchConfig) -> Iterator[tuple[str, str]]:
+    """`attention: coupled` needs the 2-D token grid of family `encoder`."""
+    if cfg.attention == "coupled" and cfg.family != "encoder":
+        yield "attention", "`coupled` needs a 2-D token grid, which only family `encoder` has"
+
+
+# ---- the knob table, read back from the fields ---------------------------------------------------
+ARCH: tuple[ArchKnob, ...] = arch_knobs(ArchConfig)
+BY_NAME: dict[str, ArchKnob] = {k.name: k for k in ARCH}
+# Activation rules first (one per knob with `active_when`), then the rules between knobs.
+RULES_TABLE: tuple[Rule, ...] = (*(activation_rule(k) for k in ARCH if k.activation is not None), *BETWEEN)
+# Every rule between knobs, with the knobs its outcome depends on. The search space uses this to
+# check a study's discrete part rule by rule (searchspace/space_check.py).
+RULES: dict[str, frozenset[str]] = {r.name: r.reads for r in RULES_TABLE}
+# Defaults filled per family for knobs left unset (the tasks read them).
+FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
+    f: {k.name: k.family_defaults[f] for k in ARCH if f in k.family_defaults} for f in FAMILIES
+}
+COUPLED_DEFAULT: str = BY_NAME["coupled_scale"].active_default  # Couplformer's released code (wer010, 2022)

@@ -6,6 +6,8 @@ rides on the field. ``arch_knobs`` and ``training_knobs`` read a class's fields 
 table's records (``ArchKnob``, ``TrainingKnob``; the kind or type from the field's annotation), and
 each record checks itself when it is built, so a malformed field fails the import of the module that
 defines its class.
+``Rule`` is the record of a rule between knobs; ``activation_rule`` derives one from a knob's
+``active_when`` (the knob keeps its neutral value where the condition does not hold).
 
 Torch-free: the CLI and the study checker import this without torch.
 """
@@ -16,11 +18,12 @@ import dataclasses
 import functools
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .conditions import Condition
+from .conditions import Condition, same_value
+from .domains import show_value
 from .errors import did_you_mean
 from .sharing import parse_pattern
 
@@ -182,6 +185,44 @@ _KIND_OF: dict[Any, str] = {
     tuple[int, int]: "grid",
 }
 _ANNOTATIONS = "int, bool, float, str, tuple[int, ...], tuple[int, int]"
+
+
+# ---- rules between knobs ----------------------------------------------------------------------------
+Check = Callable[[Any], Iterator[tuple[str, str]]]  # a rule's check of a normalised ArchConfig
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule between knobs: ``check(cfg)`` yields ``(knob, message)`` per violation and reads only ``reads``."""
+
+    name: str
+    reads: frozenset[str]
+    check: Check
+    doc: str  # what it checks, one sentence (docs/knobs.md)
+    activation: bool = False  # derived from a knob's `active_when`: a study searches the knob only where it holds
+
+
+def activation_rule(knob: ArchKnob) -> Rule:
+    """The rule that keeps ``knob`` at its neutral value wherever its ``active_when`` does not hold."""
+    condition = knob.activation
+    if condition is None:
+        raise ValueError(f"knob table: {knob.name}: only a knob with `active_when` has an activation rule")
+    reads = frozenset({knob.name, *condition.knobs})
+
+    def check(cfg: Any) -> Iterator[tuple[str, str]]:
+        values = {name: getattr(cfg, name) for name in sorted(reads)}
+        if condition.holds(values) or same_value(values[knob.name], knob.neutral):
+            return
+        if knob.inactive_error is not None:
+            yield knob.name, knob.inactive_error.format(**values)
+        else:
+            where = " or ".join(", ".join(f"`{k}: {show_value(v[0])}`" for k, v in c) for c in condition.clauses)
+            now = ", ".join(f"{k} is {values[k]!r}" for k in sorted(condition.knobs))
+            yield knob.name, f"is set to {values[knob.name]!r} but only applies with {where} ({now})"
+
+    unset = "unset" if knob.neutral is None else show_value(knob.neutral)
+    doc = f"`{knob.name}` is {unset} unless {condition.describe()}."
+    return Rule(f"{knob.name}_activation", reads, check, doc, activation=True)
 
 
 # ---- a value of one knob, on its own ----------------------------------------------------------------

@@ -4,11 +4,12 @@ A knob is written once, as a field of ``ArchConfig`` (``config.py``: ``d_model: 
 width d", section=WIDTHS, limit=SIZE)``) or of ``TrainSettings`` (``training.py``: ``lr: float =
 setting(1e-3, ...)``). This module gathers what those fields give: ``ARCH`` (one ``ArchKnob`` per
 ``ArchConfig`` field, in field order), ``TRAINING`` (one ``TrainingKnob`` per ``TrainSettings`` field)
-and ``RULES_TABLE`` (an activation rule per knob with ``active_when``, then the rules between knobs of
-``rules.py``). Everything that repeats a knob reads it here or from the classes: validation and
-defaults (``config.py``), the search space's activation and the study language's checks
-(``space.py``, ``space_check.py``), docs/knobs.md (``python -m searchspace.knobs_doc > docs/knobs.md``),
-the model registry's coverage test and the dashboard's sample space (``dashboards/sample.py``).
+and ``RULES_TABLE`` (an activation rule per knob with ``active_when``, then the rules between knobs
+written at the end of ``config.py``). Everything that repeats a knob reads it here or from the
+classes: validation and defaults (``config.py``), the search space's activation and the study
+language's checks (``space.py``, ``space_check.py``), docs/knobs.md (``python -m searchspace.knobs_doc
+> docs/knobs.md``), the model registry's coverage test and the dashboard's sample space
+(``dashboards/sample.py``).
 Adding a knob is one field in ``ArchConfig`` (plus the layer that reads it, if it changes the model);
 docs/architecture.md shows the diff.
 
@@ -18,8 +19,7 @@ Torch-free: the CLI and the study checker import this without torch.
 from __future__ import annotations
 
 from .config import ARCH, BY_NAME, RULES_TABLE
-from .knob_fields import FAMILIES, KINDS, SECTIONS, STACKED, ArchKnob, TrainingKnob
-from .rules import Rule
+from .knob_fields import FAMILIES, KINDS, SECTIONS, STACKED, ArchKnob, Rule, TrainingKnob
 from .training import DEVICES, SCHEDULES, TRAINING
 
 FAMILY_HELP = {
