@@ -35,7 +35,6 @@ from .text import PAD, UNK, build_vocab, encode, field, read_json, tokenize
 from .vqa_eval import leave_one_out_score, normalize_answer, vqa_accuracy
 
 ANSWERS_PER_QUESTION = 10
-__all__ = ["VQA", "vqa_accuracy"]
 
 
 def official_scores(answers: list[str], answer_list: list[str], by_form: dict[str, list[int]]) -> dict[int, float]:
