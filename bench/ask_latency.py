@@ -1,9 +1,9 @@
 """Optuna ask + tell latency per sampler as a study grows: 1k, 10k, 100k stored trials, one run.
 
 For each size a synthetic two-objective study (``dashboards.sample``, written in batches by
-``tuners.bulk_write``) is created; then for each sampler the study is opened as a sweep driver opens it
-(``tuners.storage.open_storage`` + ``optuna.load_study`` with the sampler settings of
-``tuners/sweep.py:make_sampler`` at a large budget) and ``--asks`` points are asked (the quickstart
+``tuners.store.bulk_write``) is created; then for each sampler the study is opened as a sweep driver opens it
+(``tuners.store.connection.open_storage`` + ``optuna.load_study`` with the sampler settings of
+``tuners/driver/samplers.py:make_sampler`` at a large budget) and ``--asks`` points are asked (the quickstart
 space's knobs, as stored) and told. The first ask pays Optuna's one-time read of every stored trial
 into its cache (``first_ask_s``); p50/p99 are over the remaining asks. A cell whose first ask passes
 ``--cell-limit`` seconds stops there and says so, and the sampler is skipped at larger sizes (GP fits
@@ -28,7 +28,7 @@ from _common import HelpFormatter, LoadMonitor, log
 
 
 def make_sampler(name: str, seed: int):
-    """The samplers as tuners/sweep.py:make_sampler builds them for a budget of 150 trials or more."""
+    """The samplers as tuners/driver/samplers.py:make_sampler builds them for a budget of 150 trials or more."""
     import optuna
 
     if name == "nsga2":
@@ -67,7 +67,7 @@ def _suggest(trial, name: str, dist):
 def one_cell(url: str, name: str, sampler: str, asks: int, limit: float) -> dict:
     import optuna
 
-    from tuners.storage import open_storage
+    from tuners.store.connection import open_storage
 
     study = optuna.load_study(study_name=name, storage=open_storage(url), sampler=make_sampler(sampler, 0))
     times = []

@@ -163,13 +163,13 @@ def main() -> None:
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     if args.threads:
-        import torch  # imported by tuners.export anyway; nothing here trains
+        import torch  # imported by tuners.export.configs anyway; nothing here trains
 
         torch.set_num_threads(args.threads)
     import dashboards.views  # noqa: F401  (imports are not what is measured)
-    import tuners.export  # noqa: F401
+    import tuners.export.configs  # noqa: F401
     from dashboards.sample import seed_study
-    from tuners.storage import open_storage
+    from tuners.store.connection import open_storage
 
     with tempfile.TemporaryDirectory() as tmp:
         url = args.storage or f"sqlite:///{Path(tmp) / 'bench.db'}"

@@ -1,12 +1,12 @@
 """Reading a large study: lwnas's bulk reader vs Optuna's ``load_study(...).trials``, in one run.
 
 For each size a synthetic study (``dashboards.sample``: the record a real sweep writes, nothing trained)
-is written in batches (``tuners.bulk_write``; its time is reported as ``write_s``), then timed, each
+is written in batches (``tuners.store.bulk_write``; its time is reported as ``write_s``), then timed, each
 from a freshly opened storage:
 
 * optuna_load_trials_s: ``optuna.load_study(name, storage).trials``, the anchor;
-* bulk_read_s: ``tuners.bulk_read.TrialReader.read()``, every trial as Optuna's FrozenTrial;
-* record_read_s: ``tuners.record_read.RecordReader.read()``, every trial as lwnas's TrialRecord (what the
+* bulk_read_s: ``tuners.store.bulk_read.TrialReader.read()``, every trial as Optuna's FrozenTrial;
+* record_read_s: ``tuners.store.record_read.RecordReader.read()``, every trial as lwnas's TrialRecord (what the
   dashboard and ``lwnas status`` read);
 * first_view_s: what the dashboard does on opening the study: ``TrialCache.load()`` (bulk read,
   records, study data), the trial table (``StudyData.frame``) and the Pareto front;
@@ -56,8 +56,8 @@ def first_view(url: str, name: str) -> None:
 def status(url: str, name: str) -> None:
     import optuna
 
-    from tuners.status import read_trials, study_status
-    from tuners.storage import open_storage
+    from tuners.fronts.status import read_trials, study_status
+    from tuners.store.connection import open_storage
 
     storage = open_storage(url)
     ot_study = optuna.load_study(study_name=name, storage=storage)
@@ -70,8 +70,9 @@ def refresh(url: str, name: str, new: int, repeats: int) -> tuple[dict, dict, di
     import optuna
 
     from dashboards.data import TrialCache
-    from tuners import storage as keys
-    from tuners.storage import open_storage, record_of
+    from tuners.store import keys
+    from tuners.store.connection import open_storage
+    from tuners.store.record import planned_attrs, record_of
 
     storage = open_storage(url)
     # a random sampler: NSGA-II would read every trial at each ask, which is not what is measured here
@@ -84,11 +85,11 @@ def refresh(url: str, name: str, new: int, repeats: int) -> tuple[dict, dict, di
 
     def started(number: int) -> optuna.trial.Trial:
         """A trial as the driver starts it with the point of trial ``number``: its params and planned record
-        (tuners/searcher.py), no values, no end time."""
+        (tuners/driver/searcher.py), no values, no end time."""
         planned = storage.get_trial(storage.get_trial_id_from_study_id_trial_number(study_id, number))
         writer.enqueue_trial(planned.params)
         trial = writer.ask()
-        for key, value in keys.planned_attrs(record_of(planned)).items():  # as the driver writes it
+        for key, value in planned_attrs(record_of(planned)).items():  # as the driver writes it
             trial.set_user_attr(key, value)
         return trial
 
@@ -118,9 +119,9 @@ def one_size(url: str, trials: int, args) -> dict:
     import optuna
 
     from dashboards.sample import seed_study
-    from tuners.bulk_read import TrialReader
-    from tuners.record_read import RecordReader
-    from tuners.storage import open_storage
+    from tuners.store.bulk_read import TrialReader
+    from tuners.store.connection import open_storage
+    from tuners.store.record_read import RecordReader
 
     name = f"bench-read-{trials}-{uuid.uuid4().hex[:6]}"
     log(f"writing {trials} synthetic trials")

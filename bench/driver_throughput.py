@@ -6,7 +6,7 @@ No Ray workers run: the bench calls ``StudySearcher``'s public Ray ``Searcher`` 
 after another, each trial reporting ``--epochs`` synthetic epochs. Before measuring, the study is
 prefilled with N finished trials shaped like a sweep's (parameters, the planned record with real static
 costs, the study's constraint, one key per epoch, outcome attributes; complete, pruned, failed and
-infeasible) in batched INSERTs (``tuners.bulk_write.insert_trials``, which writes what ``add_trials``
+infeasible) in batched INSERTs (``tuners.store.bulk_write.insert_trials``, which writes what ``add_trials``
 writes). Each sampler then drives ``--measure`` trials per arm on that study, one fresh driver per arm, the
 arms taking turns in blocks of ``--block`` trials (the load of a shared machine swings within minutes):
 
@@ -94,8 +94,8 @@ def sweep_like_trials(study, static, n: int, epochs: int, seed: int) -> list:
 
     from searchspace.convert import optuna_search_space
     from trainers.loop import TrainSettings
-    from tuners import storage as keys
-    from tuners.record import TrialRecord, trial_seed, trial_training
+    from tuners.store import keys
+    from tuners.store.record import TrialRecord, planned_attrs, trial_seed, trial_training
 
     rng = np.random.default_rng(seed)
     distributions = optuna_search_space(study.space)
@@ -117,7 +117,7 @@ def sweep_like_trials(study, static, n: int, epochs: int, seed: int) -> list:
         )
         u = rng.random()
         used = epochs if u < 0.85 else int(rng.integers(1, epochs)) if u < 0.95 else int(rng.integers(0, epochs))
-        attrs = {**keys.planned_attrs(record), keys.BUDGET_USED: used, keys.HOST: "bench", keys.NODE: "n0"}
+        attrs = {**planned_attrs(record), keys.BUDGET_USED: used, keys.HOST: "bench", keys.NODE: "n0"}
         ticks = [epoch_result(e, rng) for e in range(1, used + 1)]
         attrs.update(
             {keys.epoch_key(r["epoch"]): {k: v for k, v in r.items() if k not in ("host", "node")} for r in ticks}
@@ -151,9 +151,9 @@ def sweep_like_trials(study, static, n: int, epochs: int, seed: int) -> list:
 
 
 def prefill(storage, name: str, study, static, n: int, epochs: int, seed: int, distinct: int = 0) -> float:
-    """Append ``n`` sweep-shaped trials in batched INSERTs (``tuners.bulk_write``); seconds taken to write.
+    """Append ``n`` sweep-shaped trials in batched INSERTs (``tuners.store.bulk_write``); seconds taken to write.
     ``distinct`` > 0 builds that many trials and repeats them (building one costs ~1 ms, ~10 ms under load)."""
-    from tuners.bulk_write import insert_trials
+    from tuners.store.bulk_write import insert_trials
 
     built = sweep_like_trials(study, static, min(n, distinct or n), epochs, seed)
     frozen = [built[i % len(built)] for i in range(n)]
@@ -164,12 +164,13 @@ def prefill(storage, name: str, study, static, n: int, epochs: int, seed: int, d
 
 def per_field_plan_searcher():
     """The driver as it was before the ``plan`` attribute: each planned field an attribute of its own."""
-    from tuners import storage as keys
-    from tuners.searcher import StudySearcher
+    from tuners.driver.searcher import StudySearcher
+    from tuners.store import keys
+    from tuners.store.record import planned_attrs
 
     class PerFieldPlanSearcher(StudySearcher):
         def _write_plan(self, ot_trial, record) -> None:
-            for key, value in keys.planned_attrs(record)[keys.PLAN].items():
+            for key, value in planned_attrs(record)[keys.PLAN].items():
                 ot_trial.set_user_attr(key, value)
 
     return PerFieldPlanSearcher
@@ -179,7 +180,7 @@ def no_ping(url: str):
     """The after arm's storage without ``pool_pre_ping`` (a measured candidate, not what lwnas opens)."""
     import optuna
 
-    from tuners.storage import engine_kwargs, skip_commit_flush
+    from tuners.store.connection import engine_kwargs, skip_commit_flush
 
     if not url.startswith("postgresql"):
         raise SystemExit(
@@ -210,8 +211,8 @@ def drop_study(url: str, name: str) -> None:
     import optuna
     from sqlalchemy import delete, select
 
-    from tuners import optuna_tables as t
-    from tuners.storage import open_storage
+    from tuners.store import tables as t
+    from tuners.store.connection import open_storage
 
     storage = open_storage(url)
     engine = t.bulk_engine(storage)
@@ -285,9 +286,9 @@ class Driver:
 
         import optuna
 
-        from tuners.searcher import StudySearcher
-        from tuners.storage import open_storage
-        from tuners.sweep import make_sampler
+        from tuners.driver.samplers import make_sampler
+        from tuners.driver.searcher import StudySearcher
+        from tuners.store.connection import open_storage
 
         self.arm, self.epochs, self.rng = arm, epochs, random.Random(seed)
         self.label = f"{study.tuner.sampler}_{arm}"
@@ -433,10 +434,10 @@ def main() -> None:
     import optuna
 
     from searchspace.study import study_from_dict
-    from tuners.constraints import StaticCosts
-    from tuners.storage import open_storage
-    from tuners.study_check import make_task, task_family
-    from tuners.sweep import SweepOptions, open_study_storage
+    from tuners.driver.sweep import SweepOptions, open_study_storage
+    from tuners.planning.check import make_task, task_family
+    from tuners.planning.costs import StaticCosts
+    from tuners.store.connection import open_storage
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     monitor = LoadMonitor(threads=1)

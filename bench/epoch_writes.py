@@ -2,7 +2,7 @@
 
 The driver records every epoch's metrics as the trial runs. lwnas used to rewrite the trial's whole epoch
 list as one user attribute each epoch (bytes written grow with epochs squared); it now writes each epoch
-under a key of its own (``tuners.storage.epoch_key``). Both layouts are written here, alternately, through
+under a key of its own (``tuners.store.keys.epoch_key``). Both layouts are written here, alternately, through
 the same Optuna RDB storage on one SQLite file, with the same epoch dicts; then the trial is read back
 with ``record_of``. Prints JSON: bytes of attribute values written, write seconds per layout (median and
 spread of the repeats) and their ratio, for each epoch count.
@@ -36,7 +36,7 @@ def epoch_metrics(epoch: int) -> dict:
 
 def write(storage, study_id: int, epochs: int, layout: str) -> tuple[float, int, list]:
     """Record ``epochs`` epochs of a new trial in ``layout``; (seconds, bytes of values written, epochs read back)."""
-    from tuners import storage as keys
+    from tuners.store import keys
 
     trial_id = storage.create_new_trial(study_id)
     written, so_far = 0, []

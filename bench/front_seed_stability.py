@@ -6,7 +6,7 @@ For each task and study seed, one real sweep runs through the `lwnas sweep` comm
 
 - the single-seed front: the front of each point's first-seed trial alone, as a sweep without
   front_seeds would have drawn it from the same points;
-- the seed-mean front: the front `lwnas status` shows (each point's seed mean, tuners/seeds.py).
+- the seed-mean front: the front `lwnas status` shows (each point's seed mean, tuners/fronts/seeds.py).
 
 A single-seed front member whose point ended with N seeds is "confirmed"; it "falls off" when it is not
 on the seed-mean front. Also reported: the seed standard deviation of the task metric on the front's
@@ -102,8 +102,8 @@ def kill_session(sid: int) -> None:
 def stability(trials: Sequence, names: Sequence[str], directions: Sequence[str], front_seeds: int) -> dict:
     """Single-seed front against seed-mean front for one study's trials (Optuna ``FrozenTrial``s)."""
     from searchspace.study import COST_METRICS
-    from tuners.pareto import pareto_front
-    from tuners.seeds import pareto_front_groups, pooled_std, seed_groups
+    from tuners.fronts.pareto import pareto_front
+    from tuners.fronts.seeds import pareto_front_groups, pooled_std, seed_groups
 
     metric = next(i for i, n in enumerate(names) if n not in COST_METRICS)  # the task metric
     groups = seed_groups(trials)
@@ -185,7 +185,7 @@ def summary(runs: Sequence[dict]) -> dict:
 def measure(task: str, seed: int, args: argparse.Namespace, folder: Path) -> dict:
     import optuna
 
-    from tuners.objectives import direction_names
+    from tuners.fronts.objectives import direction_names
 
     study = study_dict(task, seed, args)
     study_file = folder / f"{study['name']}.yaml"

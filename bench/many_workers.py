@@ -269,7 +269,7 @@ def check_storage(url: str, tmp: Path, budget: int, epochs: int) -> tuple[dict, 
     """Nothing lost or duplicated: every number once, the budget complete, re-runs once, one Ray trial each."""
     import optuna
 
-    from tuners import storage as keys
+    from tuners.store import keys
 
     trials = optuna.load_study(study_name=NAME, storage=url).trials
     numbers = [t.number for t in trials]
@@ -297,7 +297,7 @@ def check_storage(url: str, tmp: Path, budget: int, epochs: int) -> tuple[dict, 
 
 def timing(trials, t_command: float, concurrent: int) -> dict:
     """Utilisation and start latency from the trials' stored start and end times."""
-    from tuners.storage import record_of
+    from tuners.store.record import record_of
 
     done = [(t, record_of(t)) for t in trials if t.datetime_start and t.datetime_complete]
     busy = sum((r.wall_time or 0.0) for t, r in done if t.state.name == "COMPLETE")

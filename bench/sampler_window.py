@@ -1,7 +1,7 @@
-"""TPE and GP with and without a window (tuners/windowed_sampler.py): ask latency and search quality.
+"""TPE and GP with and without a window (tuners/driver/windowed_sampler.py): ask latency and search quality.
 
 ``latency``: for each study size a synthetic two-objective study (``dashboards.sample``, written in
-batches) is created in SQLite; each arm opens it as a sweep driver does (``tuners.storage.open_storage``
+batches) is created in SQLite; each arm opens it as a sweep driver does (``tuners.store.connection.open_storage``
 + ``optuna.load_study``) and asks + tells ``--asks`` points of the quickstart space with a constraint,
 as bench/ask_latency.py does. Arms: TPE over every trial (``tpe``), TPE over a window (``tpe-wN``, last
 N finished trials plus the current front), GP over a window (``gp-wN``; GP over every trial is not run:
@@ -49,7 +49,7 @@ def gp(seed: int):
 
 
 def windowed(inner, window: int, keep_front: bool = True):
-    from tuners.windowed_sampler import WindowedSampler
+    from tuners.driver.windowed_sampler import WindowedSampler
 
     return WindowedSampler(inner, window, keep_front=keep_front)
 
@@ -58,7 +58,7 @@ def windowed(inner, window: int, keep_front: bool = True):
 def latency_cell(url: str, name: str, sampler, asks: int) -> dict:
     import optuna
 
-    from tuners.storage import open_storage
+    from tuners.store.connection import open_storage
 
     study = optuna.load_study(study_name=name, storage=open_storage(url), sampler=sampler)
     times = []
@@ -167,7 +167,7 @@ def run_search(problem: str, sampler, trials: int, seed: int, checkpoints: list[
     import numpy as np
     import optuna
 
-    from tuners import objectives
+    from tuners.fronts import objectives
 
     directions, evaluate, ref = PROBLEMS[problem]()
     study = optuna.create_study(directions=directions, sampler=sampler)

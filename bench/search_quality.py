@@ -35,9 +35,9 @@ SPACE = {
 
 def run_arm(sampler: str, scheduler: str, seed: int, epochs: int, compute: int, storage: str):
     from searchspace.study import study_from_dict
-    from tuners.storage import record_of
-    from tuners.study_check import task_family
-    from tuners.sweep import SweepOptions, run_sweep
+    from tuners.driver.sweep import SweepOptions, run_sweep
+    from tuners.planning.check import task_family
+    from tuners.store.record import record_of
 
     trials = compute // epochs * (2 if scheduler == "mo-asha" else 1)
     spec = {
@@ -81,7 +81,7 @@ def main() -> None:
 
     import ray
 
-    from tuners.pareto import hypervolume
+    from tuners.fronts.pareto import hypervolume
 
     monitor = LoadMonitor(threads=1)
     ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)

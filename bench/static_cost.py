@@ -6,7 +6,7 @@ it replaced (``cost(..., counter="trace")``), measured in the same run, arms int
   adapted to the digits task's input sizes as the sweep driver adapts them, duplicates dropped (the
   driver caches one report per architecture, so a repeated architecture would cost nothing). Each
   repeat costs every distinct architecture once per arm: configurations/s. The driver's own path
-  (a fresh ``tuners.constraints.StaticCosts`` evaluating the same points: adapt, cost, check the
+  (a fresh ``tuners.planning.costs.StaticCosts`` evaluating the same points: adapt, cost, check the
   constraints) is timed too.
 * The 44M MCAN (LW-Transformer Table II baseline, ``--config``): seconds per cost, per arm.
 
@@ -37,8 +37,8 @@ SMALL_TARGET_PER_S, MCAN_TARGET_S = 100, 0.1
 def distinct_configs(study_path: Path, points: int, seed: int):
     """The distinct adapted architectures among ``points`` random points of the study, and the driver for them."""
     from searchspace.study import load_study
-    from tuners.constraints import StaticCosts
-    from tuners.study_check import make_task, task_family
+    from tuners.planning.check import make_task, task_family
+    from tuners.planning.costs import StaticCosts
 
     study = load_study(study_path, task_family=task_family)
     task = make_task(study)
@@ -78,7 +78,7 @@ def main() -> None:
 
     from searchspace.files import load_config_file
     from trainers import cost
-    from tuners.constraints import StaticCosts
+    from tuners.planning.costs import StaticCosts
 
     torch.set_num_threads(1)  # meta-device models compute nothing; one thread keeps the run steady
     monitor = LoadMonitor(threads=1)

@@ -2,11 +2,11 @@
 
 For each backend and each worker count P, P processes (forked, each opening its own storage: its own
 engine and connection pool, Redis client or gRPC channel) write trials into one fresh study for
-``--seconds``, each trial shaped like lwnas's driver writes (``tuners/searcher.py``): ``ask``, five
+``--seconds``, each trial shaped like lwnas's driver writes (``tuners/driver/searcher.py``): ``ask``, five
 ``suggest_*``, six planned-record user attributes, one user attribute per epoch (``--epochs``), three
 outcome attributes and a two-objective ``tell``. Every call is timed. Then a fresh process opens the
 storage again and loads the study twice: Optuna's ``load_study(...).trials`` and lwnas's
-``tuners.bulk_read.TrialReader.read()`` (bulk SQL on an RDB storage, Optuna's ``get_all_trials`` on the
+``tuners.store.bulk_read.TrialReader.read()`` (bulk SQL on an RDB storage, Optuna's ``get_all_trials`` on the
 others), each from a newly opened storage (for a journal that includes replaying its log).
 
 Backends (``--backends``):
@@ -93,7 +93,7 @@ class Backend:
         import optuna
         from optuna.storages import journal
 
-        from tuners.storage import open_storage
+        from tuners.store.connection import open_storage
 
         if self.name == "sqlite":
             return open_storage(f"sqlite:///{self.file}", create=True)
@@ -138,7 +138,7 @@ def serve_grpc(postgres_url: str, port: int) -> None:
     """The proxy process: Optuna's cached RDB storage on PostgreSQL behind ``run_grpc_proxy_server``."""
     import optuna
 
-    from tuners.storage import open_storage
+    from tuners.store.connection import open_storage
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     optuna.storages.run_grpc_proxy_server(
@@ -225,7 +225,7 @@ def worker(backend: Backend, study_name: str, seed: int, ready, go, out) -> None
 
 
 def error_line(exc: BaseException) -> str:
-    from tuners.storage import first_line
+    from tuners.store.urls import first_line
 
     return f"{type(exc).__name__}: {first_line(exc)[:160]}"
 
@@ -238,7 +238,7 @@ def read_back(backend: Backend, study_name: str, out) -> None:
     import optuna
     from optuna.trial import TrialState
 
-    from tuners.bulk_read import TrialReader
+    from tuners.store.bulk_read import TrialReader
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     t0 = time.perf_counter()
@@ -407,13 +407,13 @@ def read_arm(backend: Backend, trials: int, source_url: str) -> dict:
 
 
 def fill(backend: Backend, name: str, trials: int, source_url: str, out) -> None:
-    """SQL storages get the trials in batches (``tuners.bulk_write``); journals a copy of the SQLite source
+    """SQL storages get the trials in batches (``tuners.store.bulk_write``); journals a copy of the SQLite source
     study through Optuna's ``copy_study`` (``add_trials``: one log entry per trial); the proxy's study is
     written on PostgreSQL directly and read through the proxy."""
     import optuna
 
     from dashboards.sample import seed_study
-    from tuners.storage import open_storage
+    from tuners.store.connection import open_storage
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     t0 = time.perf_counter()

@@ -27,7 +27,7 @@ def plain_optuna(study, trials: int) -> tuple[float, list]:
 
     from searchspace.convert import optuna_suggest
     from trainers.loop import TrainSettings, train
-    from tuners.study_check import make_task
+    from tuners.planning.check import make_task
 
     task = make_task(study)
     data = task.load(seed=0)
@@ -51,7 +51,7 @@ def plain_optuna(study, trials: int) -> tuple[float, list]:
 def through_sweep(study, trials: int, storage: str) -> tuple[float, float, list]:
     import ray
 
-    from tuners.sweep import SweepOptions, run_sweep
+    from tuners.driver.sweep import SweepOptions, run_sweep
 
     t0 = time.perf_counter()
     ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
@@ -59,7 +59,7 @@ def through_sweep(study, trials: int, storage: str) -> tuple[float, float, list]
     t0 = time.perf_counter()
     ot = run_sweep(study, SweepOptions(storage=storage, trials=trials, max_concurrent=1, quiet=True))
     wall = time.perf_counter() - t0
-    from tuners.storage import record_of
+    from tuners.store.record import record_of
 
     ordered = sorted((t for t in ot.trials if record_of(t).epochs), key=lambda t: t.number)
     return wall, init_s, [t.params for t in ordered]
@@ -72,7 +72,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from searchspace.study import study_from_dict
-    from tuners.study_check import task_family
+    from tuners.planning.check import task_family
 
     spec = {**STUDY, "budget": {"trials": args.trials, "epochs": args.epochs}}
     study = study_from_dict(spec, task_family=task_family)

@@ -47,7 +47,7 @@ def plain_ray(study, trials: int, storage_path: str) -> float:
     def train(config):
         from trainers.loop import TrainSettings, fit
         from trainers.tasks import adapt_config
-        from tuners.trainable import _task_and_data  # the same per-process data cache lwnas's workers use
+        from tuners.driver.trainable import _task_and_data  # the same per-process data cache lwnas's workers use
 
         task, data = _task_and_data(study.task, dict(study.task_options))
         point = study.space.resolve(config)
@@ -77,7 +77,7 @@ def plain_ray(study, trials: int, storage_path: str) -> float:
 
 
 def through_sweep(study, trials: int, storage: str) -> float:
-    from tuners.sweep import SweepOptions, run_sweep
+    from tuners.driver.sweep import SweepOptions, run_sweep
 
     t0 = time.perf_counter()
     run_sweep(study, SweepOptions(storage=storage, trials=trials, max_concurrent=1, quiet=True))
@@ -103,11 +103,11 @@ def main() -> None:
     import ray
 
     from searchspace.study import study_from_dict
-    from tuners.study_check import task_family
+    from tuners.planning.check import task_family
 
     spec = {**STUDY, "budget": {"trials": args.trials, "epochs": args.epochs}}
     monitor = LoadMonitor(threads=1)
-    # what `lwnas sweep` sets before it starts Ray (tuners.sweep._init_ray), for both arms: the sweep
+    # what `lwnas sweep` sets before it starts Ray (tuners.driver.sweep._init_ray), for both arms: the sweep
     # skips it when Ray is already up, and Tune's new output would print its tables to stdout
     for name, value in (
         ("RAY_DEDUP_LOGS", "0"),

@@ -24,8 +24,10 @@ from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 from dashboards import study_views, views  # noqa: E402
 from dashboards.data import StudyData, TrialCache, list_studies  # noqa: E402
 from dashboards.text import md  # noqa: E402
-from tuners.outcomes import Outcome  # noqa: E402
-from tuners.storage import DEFAULT_STORAGE, StorageError, masked  # noqa: E402
+from tuners.store.connection import StorageError
+from tuners.store.keys import DEFAULT_STORAGE
+from tuners.store.outcomes import Outcome  # noqa: E402
+from tuners.store.urls import masked  # noqa: E402
 
 REFRESH_S = 5  # how often a running study is checked for new trials
 log = logging.getLogger("lwnas.dashboard")

@@ -1,7 +1,7 @@
 """The dashboard's data: studies in storage and their trials as pandas frames, read through ``tuners``.
 
 Nothing here writes to storage. A ``TrialCache`` keeps one study's trials and refreshes them
-incrementally through ``tuners.record_read.RecordReader``: the first load reads every trial's record in
+incrementally through ``tuners.store.record_read.RecordReader``: the first load reads every trial's record in
 a few aggregated queries, and a refresh reads only trials that are new or were running (finished trials
 never change), which keeps a live dashboard cheap on a study of 100,000 trials. Each record's knobs
 (``knobs_of``) are worked out once and kept across refreshes.
@@ -25,13 +25,15 @@ import optuna
 import pandas as pd
 from optuna.trial import TrialState
 
-from tuners import storage as keys
-from tuners.objectives import direction_names, minimised, nondominated
-from tuners.outcomes import Outcome
-from tuners.pareto import front_candidates, hypervolume, reference_point
-from tuners.record_read import RecordReader, collector_paused
-from tuners.seeds import SeedGroup, groups_of
-from tuners.storage import StorageError, TrialRecord, masked, open_storage, record_of
+from tuners.fronts.objectives import direction_names, minimised, nondominated
+from tuners.fronts.pareto import front_candidates, hypervolume, reference_point
+from tuners.fronts.seeds import SeedGroup, groups_of
+from tuners.store import keys
+from tuners.store.connection import StorageError, open_storage
+from tuners.store.outcomes import Outcome
+from tuners.store.record import TrialRecord, record_of
+from tuners.store.record_read import RecordReader, collector_paused
+from tuners.store.urls import masked
 
 from .live import LiveSets, LiveView
 
@@ -177,7 +179,7 @@ class StudyData:
     version: int = 0  # grows with each change a TrialCache sees
     knobs: list[str] = field(default_factory=list)
     token: str = field(default_factory=lambda: uuid.uuid4().hex)  # unique per load: a key for cached figures
-    confirmations: list[dict[str, Any]] = field(default_factory=list)  # `lwnas confirm` runs (tuners.confirm)
+    confirmations: list[dict[str, Any]] = field(default_factory=list)  # `lwnas confirm` runs (tuners.export.confirm)
     parents: dict[int, int] = field(default_factory=dict)  # trial -> the trial it repeats with another seed
     # each record's knobs (knobs_of), by trial number (a TrialCache passes those it kept)
     knob_rows: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
@@ -416,7 +418,7 @@ class StudyData:
 
     @cached_property
     def hypervolume_over_trials(self) -> pd.DataFrame:
-        """Hypervolume of the trials up to each trial number (incremental; equals tuners.pareto's)."""
+        """Hypervolume of the trials up to each trial number (incremental; equals tuners.fronts.pareto's)."""
         ref = self.reference_point
         candidates = {r.number for r in self.candidates}
         front: list[TrialRecord] = []

@@ -1,4 +1,4 @@
-"""The dashboard's download: the same YAML text as ``lwnas export`` (``tuners.export``), one file or a zip."""
+"""The dashboard's download: the same YAML text as ``lwnas export`` (``tuners.export.configs``), one file or a zip."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ class Download:
 
 def export_download(url: str, study: str, numbers: list[int]) -> Download:
     """One trial: its YAML as ``lwnas export`` writes it; several: a zip of those files."""
-    from tuners.export import export_file_name, export_text  # imports torch (through searchspace): only here
+    from tuners.export.configs import export_file_name, export_text  # imports torch (through searchspace): only here
 
     ot_study, records = export_records(url, study, sorted(numbers))
     files = {export_file_name(ot_study, r): export_text(ot_study, r) for r in records}

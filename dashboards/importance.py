@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
 
-from tuners.objectives import signs
+from tuners.fronts.objectives import signs
 
 from .data import StudyData, connect
 from .text import plotly_text

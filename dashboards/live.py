@@ -16,9 +16,9 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from tuners.pareto import front_candidates
-from tuners.seeds import SeedGroup, groups_of
-from tuners.storage import TrialRecord
+from tuners.fronts.pareto import front_candidates
+from tuners.fronts.seeds import SeedGroup, groups_of
+from tuners.store.record import TrialRecord
 
 Front = Callable[[list[TrialRecord]], list[TrialRecord]]
 

@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-from tuners.outcomes import Outcome
+from tuners.store.outcomes import Outcome
 
 from .data import StudyData, plot_value
 from .text import plotly_text

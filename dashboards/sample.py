@@ -1,9 +1,9 @@
 """A synthetic sweep written straight into storage, for trying the dashboard, its tests and its bench.
 
-The trials carry exactly the record a real sweep writes (``tuners.storage`` keys, Optuna constraints,
-the outcome mapping of ``tuners.searcher``), but nothing is trained: configurations are drawn from the
+The trials carry exactly the record a real sweep writes (``tuners.store.keys``, Optuna constraints,
+the outcome mapping of ``tuners.driver.searcher``), but nothing is trained: configurations are drawn from the
 quickstart space and resolved by ``ArchConfig`` (every knob of ``searchspace/knobs.py``), the metrics
-come from a made-up formula, and the trials are written in batches (``tuners.bulk_write``), so 5,000
+come from a made-up formula, and the trials are written in batches (``tuners.store.bulk_write``), so 5,000
 trials take seconds and 100,000 a few minutes (docs/performance.md).
 
     python -m dashboards.sample sqlite:///demo.db --trials 300
@@ -26,11 +26,12 @@ from optuna.trial import TrialState
 from searchspace.convert import optuna_search_space
 from searchspace.knobs import TRAINING
 from searchspace.space import SearchSpace
-from tuners import storage as keys
-from tuners.bulk_write import insert_trials
-from tuners.objectives import worst_value
-from tuners.outcomes import Outcome
-from tuners.record import TrialRecord, trial_seed, trial_training
+from tuners.fronts.objectives import worst_value
+from tuners.store import keys
+from tuners.store.bulk_write import insert_trials
+from tuners.store.connection import open_storage
+from tuners.store.outcomes import Outcome
+from tuners.store.record import TrialRecord, planned_attrs, trial_seed, trial_training
 
 MAX_PARAMS = 80_000  # the constraint: larger points are infeasible and never trained
 EPOCHS = 10
@@ -87,7 +88,7 @@ def draw_params(rng: np.random.Generator) -> dict[str, Any]:
 
 
 def config_of(p: dict[str, Any]) -> dict[str, Any]:
-    """The full ArchConfig dict of ``p`` (what ``tuners.searcher`` stores under ``config``)."""
+    """The full ArchConfig dict of ``p`` (what ``tuners.driver.searcher`` stores under ``config``)."""
     return SPACE.resolve(p).config.to_dict()
 
 
@@ -111,7 +112,7 @@ def accuracy_of(p: dict[str, Any], params: float, rng: np.random.Generator) -> f
 
 
 def learning_curve(final: float, epochs: int, rng: np.random.Generator) -> list[dict[str, Any]]:
-    """Per-epoch records like ``tuners.searcher`` stores; the last val_accuracy is ``final``."""
+    """Per-epoch records like ``tuners.driver.searcher`` stores; the last val_accuracy is ``final``."""
     out, wall = [], 0.0
     for e in range(1, epochs + 1):
         progress = 1 - math.exp(-e / 2.5)
@@ -153,13 +154,13 @@ def make_trial(
         )
     outcome = Outcome(outcome)
     point = SPACE.resolve(p)
-    # the record the driver plans (tuners/searcher.py): every training setting, the task and the seed
+    # the record the driver plans (tuners/driver/searcher.py): every training setting, the task and the seed
     seed = trial_seed(STUDY_SEED, number)
     training = {**{k.name: k.default for k in TRAINING}, **trial_training(SETTINGS, point.training, seed, 1)}
     record = TrialRecord(
         number=number, config=point.config.to_dict(), training=training, task="digits", seed=seed, costs=costs
     )
-    attrs: dict[str, Any] = {**keys.planned_attrs(record), keys.OUTCOME: outcome.value, keys.HOST: "sample-host"}
+    attrs: dict[str, Any] = {**planned_attrs(record), keys.OUTCOME: outcome.value, keys.HOST: "sample-host"}
     if number == 0:
         attrs[keys.SEED_CONFIG] = "baseline"
     state, values, epochs = TrialState.COMPLETE, None, []
@@ -216,9 +217,9 @@ def seed_study(
         outcome: give every trial this outcome (complete, infeasible, pruned or failed).
     """
     if isinstance(storage, str):
-        storage = keys.open_storage(storage, create=True)
+        storage = open_storage(storage, create=True)
     ot_study = optuna.create_study(study_name=name, storage=storage, directions=[DIRECTIONS[m] for m in objectives])
-    with warnings.catch_warnings():  # experimental in Optuna 5 (as in tuners.sweep)
+    with warnings.catch_warnings():  # experimental in Optuna 5 (as in tuners.driver.sweep)
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         ot_study.set_metric_names(list(objectives))
     ot_study.set_user_attr(keys.STUDY_SPEC, study_spec(name, objectives))
@@ -226,7 +227,7 @@ def seed_study(
     ot_study.set_user_attr(keys.STUDY_VERSION, "sample")
     rng = np.random.default_rng(seed)
     start = dt.datetime(2026, 1, 1, 9, 0, 0)
-    # batched INSERTs (tuners.bulk_write): Study.add_trials commits each trial alone, 19 ms a trial on SQLite
+    # batched INSERTs (tuners.store.bulk_write): Study.add_trials commits each trial alone, 19 ms a trial on SQLite
     insert_trials(
         storage,
         storage.get_study_id_from_name(name),

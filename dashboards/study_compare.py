@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tuners import storage as keys
-from tuners.objectives import reference_point as objective_reference_point
-from tuners.pareto import front_candidates, hypervolume
-from tuners.seeds import pareto_front_groups, seed_groups
-from tuners.storage import TrialRecord, record_of
+from tuners.fronts.objectives import reference_point as objective_reference_point
+from tuners.fronts.pareto import front_candidates, hypervolume
+from tuners.fronts.seeds import pareto_front_groups, seed_groups
+from tuners.store import keys
+from tuners.store.record import TrialRecord, record_of
 
 from .data import connect, objectives_of
 
@@ -52,7 +52,7 @@ def study_fronts(url: str, names: list[str], objectives: list[tuple[str, str]]) 
 
 
 def shared_reference_point(fronts: list[StudyFront], objectives: list[tuple[str, str]]) -> list[float]:
-    """The reference point of the union of the studies' candidate trials (``tuners.objectives``' rule)."""
+    """The reference point of the union of the studies' candidate trials (``tuners.fronts.objectives``' rule)."""
     values = [r.values for f in fronts for r in front_candidates(f.means)]
     return objective_reference_point(values, [d for _, d in objectives])
 

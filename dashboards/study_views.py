@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from tuners.seeds import pareto_front_groups
+from tuners.fronts.seeds import pareto_front_groups
 
 from .data import StudyData
 from .study_compare import comparable_studies, hypervolume_table, shared_reference_point, study_fronts

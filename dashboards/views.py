@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 import yaml
 
-from tuners.outcomes import Outcome
+from tuners.store.outcomes import Outcome
 
 from . import importance, plots, study_views
 from .data import COST_METRICS, LATENCY_DETAILS, StudyData, knobs_of

@@ -1,7 +1,7 @@
 """Errors lwnas reports to a user: each names what is wrong, where, and the rule broken.
 
 ``LwnasError`` is the base of every error the project raises about a user's input or environment.
-The ``lwnas`` command catches it once (``tuners.cli.run``) and prints its ``lines()`` without a
+The ``lwnas`` command catches it once (``tuners.cli.main.run``) and prints its ``lines()`` without a
 traceback; anything else that escapes is a bug in lwnas and keeps its traceback.
 """
 

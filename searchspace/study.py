@@ -3,7 +3,7 @@
 ``load_study`` reads a file safely, checks every part and reports every problem at once, each
 with its file, line and the rule broken (``StudyError``). docs/studies.md documents the language.
 Checks that need a task or the cost model (the objective's metric, constraints no point can meet)
-live with those, in ``tuners.study_check``.
+live with those, in ``tuners.planning.check``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The `lwnas ...` invocations written in README.md and docs/*.md, and a check of each against the
-real command tree of the `lwnas` script (Typer's click tree of ``tuners.cli.app``, which the script runs)."""
+real command tree of the `lwnas` script (Typer's click tree of ``tuners.cli.main.app``, which the script runs)."""
 
 from __future__ import annotations
 

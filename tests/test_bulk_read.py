@@ -1,4 +1,4 @@
-"""Bulk trial reads and writes (tuners/bulk_read.py, tuners/bulk_write.py) equal Optuna's own, on SQLite
+"""Bulk trial reads and writes (tuners/store/bulk_read.py, tuners/store/bulk_write.py) equal Optuna's own, on SQLite
 and PostgreSQL: every state, values (infinite too), params, user and system attributes (constraints),
 intermediate values and datetimes; and an incremental read returns exactly the trials that changed."""
 
@@ -15,9 +15,10 @@ import pytest
 from sweep_procs import PG_URL, postgres_or_skip
 
 from dashboards.sample import make_trial, seed_study
-from tuners.bulk_read import TrialReader
-from tuners.bulk_write import insert_trials
-from tuners.storage import open_storage, record_of
+from tuners.store.bulk_read import TrialReader
+from tuners.store.bulk_write import insert_trials
+from tuners.store.connection import open_storage
+from tuners.store.record import record_of
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

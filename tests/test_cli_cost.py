@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tuners.cli import app
+from tuners.cli.main import app
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()

@@ -1,5 +1,5 @@
 """`lwnas confirm`: a small real sweep's front (and a dominated trial) retrained at a longer budget through
-the `lwnas` command; Kendall's tau and its bootstrap interval (tuners.confirm.kendall)."""
+the `lwnas` command; Kendall's tau and its bootstrap interval (tuners.export.confirm.kendall)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import kendalltau
 from sweep_procs import TINY_STUDY, lwnas, one_error, proc_env, run_proc
 
-from tuners.confirm import kendall
+from tuners.export.confirm import kendall
 
 STUDY = TINY_STUDY.replace("d_model: {choice: [16, 32]}", "d_model: {choice: [8, 16, 32]}")
 

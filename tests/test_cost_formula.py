@@ -16,8 +16,8 @@ from searchspace import ArchConfig
 from searchspace.files import find_config_files, load_config_file
 from searchspace.study import load_study
 from trainers import cost
-from tuners.constraints import StaticCosts
-from tuners.study_check import make_task, task_family
+from tuners.planning.check import make_task, task_family
+from tuners.planning.costs import StaticCosts
 
 cost_module = importlib.import_module("trainers.cost")  # the package exports the function under the same name
 ROOT = Path(__file__).resolve().parents[1]

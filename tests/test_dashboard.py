@@ -26,12 +26,12 @@ from typer.testing import CliRunner  # noqa: E402
 from dashboards.data import TrialCache, non_dominated  # noqa: E402
 from dashboards.plots import KNOB_COLOURS  # noqa: E402
 from dashboards.sample import seed_study  # noqa: E402
-from tuners.export import export_file_name, export_text  # noqa: E402
-from tuners.pareto import hypervolume_over_trials, pareto_front  # noqa: E402
-from tuners.storage import record_of  # noqa: E402
+from tuners.export.configs import export_file_name, export_text  # noqa: E402
+from tuners.fronts.pareto import hypervolume_over_trials, pareto_front  # noqa: E402
+from tuners.store.record import record_of  # noqa: E402
 
 APP = Path(__file__).resolve().parent.parent / "dashboards" / "app.py"
-TIMEOUT = 120  # the first run imports plotly, pandas and torch (through tuners.export) on a busy machine
+TIMEOUT = 120  # the first run imports plotly, pandas and torch (through tuners.export.configs) on a busy machine
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -190,7 +190,7 @@ def downloads(monkeypatch):
 
 
 def lwnas_export(url: str, name: str, numbers: list[int], out: Path) -> dict[str, bytes]:
-    from tuners.cli import app
+    from tuners.cli.main import app
 
     result = CliRunner().invoke(
         app, ["export", name, "--trials", ",".join(map(str, numbers)), "--storage", url, "-o", str(out)]
@@ -393,7 +393,7 @@ def test_incremental_refresh_equals_a_full_reload(tmp_path):
 
 
 def test_a_study_deleted_and_created_again_keeps_none_of_the_old_seed_repeats(tmp_path):
-    from tuners import storage as keys
+    from tuners.store import keys
 
     url = f"sqlite:///{tmp_path / 'again.db'}"
     study = seed_study(url, name="again", trials=4)
@@ -419,7 +419,7 @@ def test_a_study_deleted_and_created_again_keeps_none_of_the_old_seed_repeats(tm
 def test_dashboard_command_binds_localhost_and_keeps_the_url_out_of_argv():
     import typer
 
-    from tuners.dashboard_cli import app_path, dashboard, streamlit_command
+    from tuners.cli.dashboard import app_path, dashboard, streamlit_command
 
     command = streamlit_command(8501, "127.0.0.1")
     assert command[command.index("--server.address") + 1] == "127.0.0.1"

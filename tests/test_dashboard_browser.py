@@ -155,7 +155,7 @@ def hostile_study(url: str, port: int) -> tuple[str, str]:
     from optuna.distributions import CategoricalDistribution
 
     from dashboards.sample import make_trial, seed_study
-    from tuners import storage as keys
+    from tuners.store import keys
 
     def image(tag: str) -> str:
         return f"![{tag}](http://127.0.0.1:{port}/{tag}.png)"
@@ -319,8 +319,8 @@ return Object.fromEntries(plot.data.map((t, i) => [t.name, plot.querySelectorAll
 
 def test_compare_studies_overlays_two_fronts(lwnas_dashboard, browser, tmp_path):
     from dashboards.sample import seed_study
-    from tuners.pareto import pareto_front
-    from tuners.storage import record_of
+    from tuners.fronts.pareto import pareto_front
+    from tuners.store.record import record_of
 
     url = f"sqlite:///{tmp_path / 'lwnas.db'}"
     fronts = {}

@@ -11,8 +11,8 @@ import pandas as pd
 
 from dashboards.data import TrialCache, non_dominated
 from dashboards.sample import make_trial, seed_study
-from tuners import storage as keys
-from tuners.pareto import front_candidates
+from tuners.fronts.pareto import front_candidates
+from tuners.store import keys
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

@@ -16,10 +16,10 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from test_dashboard import chart, values  # noqa: E402  (the figure readers the other AppTests use)
 
 from dashboards.sample import seed_study  # noqa: E402
-from tuners.confirm import Confirmed, agreement, record_confirmation  # noqa: E402
-from tuners.objectives import reference_point  # noqa: E402
-from tuners.pareto import front_candidates, hypervolume, pareto_front  # noqa: E402
-from tuners.storage import record_of  # noqa: E402
+from tuners.export.confirm import Confirmed, agreement, record_confirmation  # noqa: E402
+from tuners.fronts.objectives import reference_point  # noqa: E402
+from tuners.fronts.pareto import front_candidates, hypervolume, pareto_front  # noqa: E402
+from tuners.store.record import record_of  # noqa: E402
 
 APP = str(Path(__file__).resolve().parent.parent / "dashboards" / "app.py")
 TIMEOUT = 120
@@ -132,7 +132,7 @@ def test_compare_studies_overlays_fronts_with_one_frozen_reference_point(tmp_pat
 def test_front_of_seed_means_has_error_bars_and_a_seeds_column(tmp_path, monkeypatch):
     import statistics
 
-    from tuners.storage import SEED_OF
+    from tuners.store.keys import SEED_OF
 
     url = f"sqlite:///{tmp_path / 'lwnas.db'}"
     ot_study = seed_study(url, name="seeded", trials=30, seed=4)
@@ -169,8 +169,8 @@ def test_compared_fronts_and_hypervolumes_are_lwnas_status_own_on_seed_means(tmp
     # a point retrained with worse seeds: on single trials its first trial stays on the front, on the
     # seed means (what `lwnas status` shows) it drops off
     from dashboards.study_compare import hypervolume_table, study_fronts
-    from tuners.status import study_status
-    from tuners.storage import SEED_OF
+    from tuners.fronts.status import study_status
+    from tuners.store.keys import SEED_OF
 
     url = f"sqlite:///{tmp_path / 'lwnas.db'}"
     ot_study = seed_study(url, name="seeded", trials=30, seed=4)

@@ -21,7 +21,7 @@ from sweep_procs import lwnas
 from test_models_registry import REGISTRY
 
 from searchspace import FAMILIES, ArchConfig, build_model
-from tuners.deploy_export import DeployExportError, export_inputs, input_names, write_model
+from tuners.export.deploy import DeployExportError, export_inputs, input_names, write_model
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 RUNNER = Path(__file__).parent / "deploy" / "run_artifacts.py"

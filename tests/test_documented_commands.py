@@ -10,7 +10,7 @@ import typer
 from documented import ROOT, Invocation, documented_files, invocations, problems
 from sweep_procs import lwnas
 
-from tuners.cli import app
+from tuners.cli.main import app
 
 
 @pytest.fixture(scope="module")

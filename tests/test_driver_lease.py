@@ -145,7 +145,7 @@ def test_a_killed_driver_is_taken_over_and_two_resumes_share_one_lease(tmp_path,
 def test_a_holder_in_another_pid_namespace_is_not_taken_for_gone(tmp_path):
     """A driver in a container on host networking shares this host's name, not its pids: its fresh lease holds."""
     from dashboards.sample import seed_study
-    from tuners.lease import LEASES
+    from tuners.driver.lease import LEASES
 
     url = f"sqlite:///{tmp_path / 'lwnas.db'}"
     seed_study(url, name="held", trials=2)

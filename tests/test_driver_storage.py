@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import text
 from sweep_procs import PG_URL, postgres_or_skip
 
-from tuners.storage import open_storage
+from tuners.store.connection import open_storage
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

@@ -12,8 +12,8 @@ import optuna
 import yaml
 from sweep_procs import COUNTED, TINY_STUDY, lwnas, outcome, proc_env, read_trials, run_proc
 
-from tuners import storage as keys
-from tuners.seeds import pareto_front_groups, repeats_needed, seed_groups
+from tuners.fronts.seeds import pareto_front_groups, repeats_needed, seed_groups
+from tuners.store import keys
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 DIRECTIONS = ["maximize", "minimize"]
@@ -22,7 +22,7 @@ DIRECTIONS = ["maximize", "minimize"]
 def study_with(points: list[tuple[float, float, int | None]]) -> optuna.Study:
     """An in-memory study of complete trials: (accuracy, params, seed_of) each; params are d_model."""
     study = optuna.create_study(directions=["maximize", "minimize"])
-    with warnings.catch_warnings():  # experimental in Optuna 5 (as in tuners.sweep)
+    with warnings.catch_warnings():  # experimental in Optuna 5 (as in tuners.driver.sweep)
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         study.set_metric_names(["accuracy", "params"])
     dist = {"d_model": optuna.distributions.IntDistribution(1, 100)}
@@ -65,7 +65,7 @@ def test_a_point_within_the_noise_of_the_front_gets_seeds_too():
 def test_confirm_chooses_the_points_of_the_seed_mean_front_as_status_does():
     # trial 0 scored 0.9 once but its repeats (2, 3) bring its mean to 0.6: on the front of single trials
     # it and its repeats were three entries; on the seed means, trial 1 wins and point 0 is one dominated entry
-    from tuners.confirm import choose_trials
+    from tuners.export.confirm import choose_trials
 
     study = study_with([(0.9, 10, None), (0.7, 10, None), (0.5, 10, 0), (0.4, 10, 0), (0.3, 5, None)])
     chosen = choose_trials(study, dominated=5, seed=0)

@@ -1,12 +1,12 @@
-"""The front-stopping rule (tuners.front_stop.front_stalled) on hand-made trial records."""
+"""The front-stopping rule (tuners.driver.front_stop.front_stalled) on hand-made trial records."""
 
 from __future__ import annotations
 
 import datetime as dt
 
 from searchspace.study import StopWhen
-from tuners.front_stop import counted_in_order, front_stalled
-from tuners.storage import TrialRecord
+from tuners.driver.front_stop import counted_in_order, front_stalled
+from tuners.store.record import TrialRecord
 
 OBJECTIVES = [("accuracy", "maximize"), ("params", "minimize")]
 T0 = dt.datetime(2026, 1, 1)

@@ -13,7 +13,7 @@ from sweep_procs import lwnas
 from searchspace.convert import optuna_search_space, to_nni
 from searchspace.space import SearchSpace
 from searchspace.study import load_study
-from tuners.study_check import task_family
+from tuners.planning.check import task_family
 
 STUDY = """\
 task: digits

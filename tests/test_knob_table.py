@@ -172,7 +172,7 @@ def test_a_knob_added_to_the_table_alone_is_checked_documented_and_demanded(tmp_
     ) in done.stdout
     assert "dashboard 3" in done.stdout  # every sample trial records it, at its default
 
-    cli = "import sys; from tuners.cli import run; sys.argv[0] = 'lwnas'; run()"
+    cli = "import sys; from tuners.cli.main import run; sys.argv[0] = 'lwnas'; run()"
     (copy / "ok.yaml").write_text(STUDY % 4)
     (copy / "bad.yaml").write_text(STUDY % 40)
     ok = _run(copy, "-c", cli, "space", "validate", "ok.yaml")

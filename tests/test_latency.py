@@ -22,9 +22,8 @@ from dashboards.data import TrialCache
 from searchspace import ArchConfig, build_model
 from searchspace.study import StudyError, loads_study
 from trainers.latency import MIN_REPEATS, LatencyError, check_device, measure_latency
-from tuners.record import trial_seed
-from tuners.storage import record_of
-from tuners.study_check import task_family
+from tuners.planning.check import task_family
+from tuners.store.record import record_of, trial_seed
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

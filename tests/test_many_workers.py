@@ -25,7 +25,7 @@ from sweep_procs import (
     wait_for,
 )
 
-from tuners import storage as keys
+from tuners.store import keys
 
 PLUGIN = Path(__file__).parent / "plugins" / "sleep_task.py"
 CONCURRENT, BUDGET = 8, 12

@@ -12,9 +12,9 @@ from trainers.cost import cost
 from trainers.loop import TrainSettings
 from trainers.tasks import resolve_task
 from trainers.tasks.base import adapt_config
-from tuners.mo_asha import MOASHA
-from tuners.record import TrialRecord
-from tuners.trainable import train_record
+from tuners.driver.mo_asha import MOASHA
+from tuners.driver.trainable import train_record
+from tuners.store.record import TrialRecord
 
 
 def planned(number: int, d_model: int, latency: float) -> TrialRecord:

@@ -1,12 +1,12 @@
-"""tuners.objectives (moocore underneath) agrees with the definitions it replaces."""
+"""tuners.fronts.objectives (moocore underneath) agrees with the definitions it replaces."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from tuners.objectives import hypervolume, minimised, nondominated, nondominated_ranks, reference_point
-from tuners.outcomes import Outcome
+from tuners.fronts.objectives import hypervolume, minimised, nondominated, nondominated_ranks, reference_point
+from tuners.store.outcomes import Outcome
 
 
 def dominated_by_any(points: np.ndarray, p: np.ndarray) -> bool:

@@ -44,7 +44,7 @@ def _library(module: str | None) -> bool:
 
 
 def _own_aliases(tree: ast.AST) -> set[str]:
-    """Names bound to the project's own modules (``from . import storage as keys``, ``import tuners``)."""
+    """Names bound to the project's own modules (``from . import keys``, ``import tuners``)."""
     aliases = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -121,7 +121,7 @@ PLANTED = """
 import optuna
 from optuna.storages._cached_storage import _CachedStorage
 from ray.tune.search import Searcher
-from . import storage as keys
+from . import keys
 
 
 class Mine(Searcher):

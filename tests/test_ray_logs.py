@@ -4,7 +4,7 @@ a real sweep; this covers the metrics warning, which depends on when the signal 
 
 import logging
 
-from tuners.ray_logs import STOP_NOTICE, quiet_ray_interrupts
+from tuners.driver.ray_logs import STOP_NOTICE, quiet_ray_interrupts
 
 
 def test_only_the_contradicting_messages_are_dropped(caplog):

@@ -2,10 +2,10 @@
 (``TrialCache``) poll a study while another process writes trials into it, on SQLite and PostgreSQL.
 
 The writer is a separate process that opens the storage as the sweep driver does
-(``tuners.storage.open_storage`` with ``flush_each_commit=False``, tuners/sweep.py) and writes each trial's
-record the way the driver does (tuners/searcher.py: ask, the planned record as one ``plan`` attribute, a
-constraint, one ``epoch:NNNN`` attribute per epoch, tell); it has no Ray and no training, so it writes as
-fast as the storage lets it, which is the hardest case for the readers.
+(``tuners.store.connection.open_storage`` with ``flush_each_commit=False``, tuners/driver/sweep.py) and
+writes each trial's record the way the driver does (tuners/driver/searcher.py: ask, the planned record as
+one ``plan`` attribute, a constraint, one ``epoch:NNNN`` attribute per epoch, tell); it has no Ray and no
+training, so it writes as fast as the storage lets it, which is the hardest case for the readers.
 """
 
 from __future__ import annotations
@@ -22,18 +22,20 @@ from sweep_procs import PG_URL, lwnas, postgres_or_skip, proc_env
 
 from dashboards.data import TrialCache
 from dashboards.sample import seed_study
-from tuners import storage as keys
-from tuners.bulk_read import TrialReader
-from tuners.storage import open_storage, record_of
+from tuners.store import keys
+from tuners.store.bulk_read import TrialReader
+from tuners.store.connection import open_storage
+from tuners.store.record import record_of
 
 EPOCHS = 3
 WRITER = """
 import pathlib, sys, optuna
-from tuners import storage as keys
-from tuners.record import TrialRecord
+from tuners.store import keys
+from tuners.store.connection import open_storage
+from tuners.store.record import TrialRecord, planned_attrs
 url, name, stop = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
 optuna.logging.set_verbosity(optuna.logging.WARNING)
-study = optuna.load_study(study_name=name, storage=keys.open_storage(url, flush_each_commit=False))
+study = optuna.load_study(study_name=name, storage=open_storage(url, flush_each_commit=False))
 written = 0
 while not stop.exists() or written < 20:
     trial = study.ask()
@@ -41,7 +43,7 @@ while not stop.exists() or written < 20:
     record = TrialRecord(number=trial.number, config={"family": "encoder", "d_model": d_model},
                          training={"epochs": EPOCHS, "seed": trial.number}, task="digits", seed=trial.number,
                          costs={"params": float(d_model * 100)})
-    for key, value in keys.planned_attrs(record).items():
+    for key, value in planned_attrs(record).items():
         trial.set_user_attr(key, value)
     trial.set_constraint("params", float(d_model - 48))
     for e in range(1, EPOCHS + 1):

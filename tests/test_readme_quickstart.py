@@ -17,7 +17,7 @@ import typer
 from documented import ROOT, Invocation, invocations, problems
 from sweep_procs import kill_session, proc_env, run_proc, start_dashboard
 
-from tuners.cli import app
+from tuners.cli.main import app
 
 HINT = re.compile(r"^[a-z ]+: (lwnas .+)$", re.M)
 

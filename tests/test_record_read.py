@@ -1,4 +1,4 @@
-"""Records read straight from SQL (tuners/record_read.py) equal ``record_of`` over Optuna's own view, on SQLite
+"""Records read straight from SQL (tuners/store/record_read.py) equal ``record_of`` over Optuna's own view, on SQLite
 and PostgreSQL: every trial state, epoch records, NaN and infinite values, seeds and seed repeats, constraints in
 both of Optuna's layouts, floats that need all 17 digits; and an incremental read returns exactly what changed."""
 
@@ -9,11 +9,10 @@ import math
 import optuna
 from test_bulk_read import away_from_utc, every_kind_of_trial, name, url  # noqa: F401  (fixtures)
 
-from tuners import storage as keys
-from tuners.record import StoredEpochs
-from tuners.record_read import RecordReader, constraints_of
-from tuners.seeds import parent_of
-from tuners.storage import record_of
+from tuners.fronts.seeds import parent_of
+from tuners.store import keys
+from tuners.store.record import StoredEpochs, record_of
+from tuners.store.record_read import RecordReader, constraints_of
 
 
 def richest_study(url: str, name: str):
@@ -96,7 +95,7 @@ def test_constraints_of_reads_both_layouts_as_optuna():
 
 
 def test_status_from_records_equals_status_from_optunas_view(url, name):
-    from tuners.status import read_trials, study_status
+    from tuners.fronts.status import read_trials, study_status
 
     storage, _, study = richest_study(url, name)
     ot_study = optuna.load_study(study_name=name, storage=storage)
@@ -108,7 +107,7 @@ def test_overlapping_pauses_of_the_collector_end_with_it_running():
     # then runs again, whatever order they leave in
     import gc
 
-    from tuners.record_read import collector_paused
+    from tuners.store.record_read import collector_paused
 
     assert gc.isenabled()
     first, second = collector_paused(), collector_paused()

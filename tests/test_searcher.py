@@ -14,16 +14,17 @@ import pytest
 from test_sweep import write_study
 
 from searchspace.study import load_study
-from tuners.constraints import StaticCosts
-from tuners.storage import open_storage, record_of
-from tuners.study_check import make_task, task_family
-from tuners.sweep import SweepOptions, open_study_storage
+from tuners.driver.sweep import SweepOptions, open_study_storage
+from tuners.planning.check import make_task, task_family
+from tuners.planning.costs import StaticCosts
+from tuners.store.connection import open_storage
+from tuners.store.record import record_of
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
 def searcher_for(study_file: Path, url: str, resume: bool):
-    from tuners.searcher import StudySearcher
+    from tuners.driver.searcher import StudySearcher
 
     study = load_study(study_file, task_family=task_family)
     storage = open_storage(url, create=True)

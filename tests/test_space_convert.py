@@ -42,7 +42,7 @@ from searchspace.domains import Choice  # noqa: E402
 from searchspace.space import SearchSpace  # noqa: E402
 from searchspace.study import load_study  # noqa: E402
 from searchspace.training import TRAINING_DEFAULTS  # noqa: E402
-from tuners.study_check import task_family  # noqa: E402
+from tuners.planning.check import task_family  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = "studies/quickstart.yaml"

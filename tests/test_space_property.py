@@ -12,7 +12,7 @@ memory) takes 0.2-0.8 s, too slow for thousands of points in a unit test:
   initialised), whose parameter count is positive and split without remainder into the cost report's
   sections;
 * 10 points per family (40 in all; hypothesis tries the simplest point first, then random ones): the
-  static cost the sweeps use (``tuners.constraints.StaticCosts``, which measures memory because the
+  static cost the sweeps use (``tuners.planning.costs.StaticCosts``, which measures memory because the
   full studies minimise it) gives positive, finite parameters, MAdds and peak memory, its breakdowns
   add up, and its parameter count (taken on the meta device) is the real CPU model's.
 
@@ -37,8 +37,8 @@ from searchspace.domains import Choice, FloatRange, IntRange
 from searchspace.space import Knob, SearchSpace
 from searchspace.study import load_study
 from trainers.cost import SECTION_NAMES, count_params
-from tuners.constraints import StaticCosts
-from tuners.study_check import make_task, task_family
+from tuners.planning.check import make_task, task_family
+from tuners.planning.costs import StaticCosts
 
 ROOT = Path(__file__).resolve().parents[1]
 FULL = sorted(p.stem for p in (ROOT / "studies" / "full").glob("*.yaml"))

@@ -7,9 +7,9 @@ import pytest
 
 from searchspace.study import study_from_dict
 from trainers.cost import cost
-from tuners import constraints
-from tuners.constraints import StaticCosts
-from tuners.study_check import make_task, task_family
+from tuners.planning import costs
+from tuners.planning.check import make_task, task_family
+from tuners.planning.costs import StaticCosts
 
 STUDY = {
     "name": "costs",
@@ -21,9 +21,9 @@ STUDY = {
 }
 
 
-@pytest.mark.parametrize("kept", [1, constraints.REPORTS_KEPT])
+@pytest.mark.parametrize("kept", [1, costs.REPORTS_KEPT])
 def test_costs_equal_the_cost_model_for_repeated_and_new_architectures(monkeypatch, kept):
-    monkeypatch.setattr(constraints, "REPORTS_KEPT", kept)  # 1: every other point evicts the last report
+    monkeypatch.setattr(costs, "REPORTS_KEPT", kept)  # 1: every other point evicts the last report
     study = study_from_dict(STUDY, task_family=task_family)
     static = StaticCosts(study, make_task(study))
     points = [
@@ -43,13 +43,13 @@ def test_costs_equal_the_cost_model_for_repeated_and_new_architectures(monkeypat
 def test_latency_is_measured_once_per_architecture(monkeypatch):
     """Twin points (same architecture, another lr) get the same measured latency, never two noisy timings."""
     calls = []
-    measure = constraints.latency_costs
+    measure = costs.latency_costs
 
     def counted(config, settings):
         calls.append(config.d_model)
         return measure(config, settings)
 
-    monkeypatch.setattr(constraints, "latency_costs", counted)
+    monkeypatch.setattr(costs, "latency_costs", counted)
     study = study_from_dict(
         {**STUDY, "objectives": ["accuracy", "latency"], "constraints": {}}, task_family=task_family
     )

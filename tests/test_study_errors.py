@@ -3,7 +3,7 @@
 Each test writes a small study with tmp_path, loads it the way ``lwnas`` does
 (``load_study(path, task_family=...)``) and checks the key phrase of the message and that its location
 (``file:LINE: dotted.path``) names the file, the right line and the right path. The task and constraint
-checks go through ``tuners.study_check`` and ``lwnas space validate``.
+checks go through ``tuners.planning.check`` and ``lwnas space validate``.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import pytest
 from typer.testing import CliRunner
 
 from searchspace.study import StudyError, load_study, loads_study
-from tuners.cli import app
-from tuners.constraints import StaticCosts
-from tuners.study_check import constraint_problems, cost_sample, make_task, open_study, task_family, task_problems
+from tuners.cli.main import app
+from tuners.planning.check import constraint_problems, cost_sample, make_task, open_study, task_family, task_problems
+from tuners.planning.costs import StaticCosts
 
 REPO = Path(__file__).resolve().parents[1]
 LOCATION = re.compile(r"^(?P<file>.+?):(?P<line>\d+)(?:: (?P<where>.+))?$")
@@ -1639,7 +1639,7 @@ def test_numeric_seed_config_name_keeps_its_line(tmp_path):
     )
 
 
-# ---- the task and the cost model (tuners.study_check) ------------------------------------------------
+# ---- the task and the cost model (tuners.planning.check) ------------------------------------------------
 def task_check(tmp_path: Path, yaml: str) -> tuple[str, list[Problem]]:
     path, text = write(tmp_path, yaml)
     study = open_study(path)

@@ -23,9 +23,9 @@ from sweep_procs import COUNTED, PG_URL, ROOT, outcome, postgres_or_skip, proc_e
 from searchspace.files import load_config_file
 from searchspace.study import load_study
 from trainers import cost
-from tuners.constraints import StaticCosts
-from tuners.storage import record_of
-from tuners.study_check import make_task, task_family
+from tuners.planning.check import make_task, task_family
+from tuners.planning.costs import StaticCosts
+from tuners.store.record import record_of
 
 COMPLETE, FAIL, PRUNED = (
     optuna.trial.TrialState.COMPLETE,

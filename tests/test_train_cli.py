@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from searchspace.files import load_config_file
 from trainers import cost
-from tuners.cli import app
+from tuners.cli.main import app
 
 runner = CliRunner()
 

@@ -21,9 +21,8 @@ import pytest
 import yaml
 from sweep_procs import TINY_STUDY, lwnas, outcome, proc_env, read_trials, run_proc
 
-from tuners import storage as keys
-from tuners.record import TrialRecord
-from tuners.storage import record_of
+from tuners.store import keys
+from tuners.store.record import TrialRecord, record_of
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -45,7 +44,7 @@ def swept(tmp_path_factory):
 
 def built_by_number(ray_results: Path) -> dict[int, dict]:
     """Trial number -> what its worker reported it built (first epoch's ``built``, in Ray's result.json)."""
-    from tuners.trainable import BUILT, NUMBER
+    from tuners.driver.trainable import BUILT, NUMBER
 
     built = {}
     for path in ray_results.glob(f"{NAME}-*/trial-*/result.json"):
@@ -134,7 +133,7 @@ def test_the_worker_trains_its_record_without_a_second_resolution(swept, monkeyp
     from searchspace import ArchConfig
     from trainers.loop import train
     from trainers.tasks import resolve_task
-    from tuners.trainable import BUILT, train_record
+    from tuners.driver.trainable import BUILT, train_record
 
     trials, _ = swept
     trial = max((t for t in trials.values() if outcome(t) == "complete"), key=lambda t: t.number)
@@ -178,8 +177,8 @@ OLD_EPOCHS = [
 def write_old_study(url: str, name: str) -> None:
     """A study as lwnas wrote it before trial records: sampled training only, epochs as one list."""
     from searchspace.study import study_from_dict
-    from tuners.constraints import StaticCosts
-    from tuners.study_check import make_task, task_family
+    from tuners.planning.check import make_task, task_family
+    from tuners.planning.costs import StaticCosts
 
     spec = {**yaml.safe_load(TINY_STUDY.format(name=name, trials=2, epochs=2)), "name": name}
     study = study_from_dict(spec, task_family=task_family)
@@ -262,7 +261,7 @@ def test_the_dashboard_tabulates_the_records_a_sweep_stored(swept):
 def test_the_dashboard_sample_writes_the_record_a_sweep_plans():
     from dashboards.sample import seed_study
     from searchspace.knobs import TRAINING
-    from tuners.export import export_text
+    from tuners.export.configs import export_text
 
     study = seed_study(optuna.storages.InMemoryStorage(), trials=12, seed=0)
     for trial in study.trials:

@@ -1,4 +1,4 @@
-"""tuners/windowed_sampler.py: TPE and GP over a bounded view of the study.
+"""tuners/driver/windowed_sampler.py: TPE and GP over a bounded view of the study.
 
 Below its window the wrapper must propose exactly what the inner sampler proposes (same seed, same
 asks and tells, concurrent trials, pruned and infeasible ones, a conditional knob); above it the inner
@@ -14,9 +14,11 @@ import pytest
 from optuna.trial import TrialState
 
 from searchspace.study import DEFAULT_SAMPLER_WINDOW, loads_study
-from tuners import storage as keys
-from tuners.sweep import SweepOptions, make_sampler, open_study_storage
-from tuners.windowed_sampler import WindowedSampler
+from tuners.driver.samplers import make_sampler
+from tuners.driver.sweep import SweepOptions, open_study_storage
+from tuners.driver.windowed_sampler import WindowedSampler
+from tuners.store import keys
+from tuners.store.connection import open_storage
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 DIRECTIONS = ["minimize", "minimize"]
@@ -239,7 +241,7 @@ def test_the_study_sets_the_window_and_storage_records_it(tmp_path, tuner, windo
         study,
         SweepOptions(storage=f"sqlite:///{tmp_path / 's.db'}"),
         False,
-        keys.open_storage(f"sqlite:///{tmp_path / 's.db'}", create=True),
+        open_storage(f"sqlite:///{tmp_path / 's.db'}", create=True),
     )
     assert ot_study.user_attrs[keys.STUDY_SAMPLER_WINDOW] == window
 
@@ -249,16 +251,16 @@ def test_the_sweep_searcher_drives_a_windowed_tpe(tmp_path):
     from test_sweep import params_of_d_model, write_study
 
     from searchspace.study import load_study
-    from tuners.constraints import StaticCosts
-    from tuners.searcher import StudySearcher
-    from tuners.study_check import make_task, task_family
+    from tuners.driver.searcher import StudySearcher
+    from tuners.planning.check import make_task, task_family
+    from tuners.planning.costs import StaticCosts
 
     path = write_study(tmp_path, "windowed", trials=24, epochs=1, d_models=(16, 32, 48))
     path.write_text(path.read_text().replace("sampler: random", "sampler: tpe, sampler_window: 10"))
     path.write_text(path.read_text().replace("max: 1000000000.0", f"max: {params_of_d_model(path, 32)}"))
     study = load_study(path, task_family=task_family)
     url = f"sqlite:///{tmp_path / 'lwnas.db'}"
-    storage = keys.open_storage(url, create=True)
+    storage = open_storage(url, create=True)
     ot_study = open_study_storage(study, SweepOptions(storage=url), False, storage)
     searcher = StudySearcher(study, ot_study, StaticCosts(study, make_task(study)), storage)
     running = []

@@ -1,0 +1,299 @@
+"""``lwnas sweep | resume | status | export``: the sweep commands."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from tuners.store.keys import DEFAULT_STORAGE
+
+err = Console(stderr=True, soft_wrap=True)
+STORAGE_HELP = (
+    "SQL storage of the sweep's Optuna study: a SQLite file (sqlite:///lwnas.db, the default, in the "
+    "working directory) or postgresql://user@host/db for clusters. lwnas never prints a password, but "
+    "one given on the command line shows in `ps` to every user of the machine: put such a URL in "
+    "the LWNAS_STORAGE environment variable instead."
+)
+VALIDATE_SAMPLES = 8  # points costed to check the constraints, as `lwnas space validate` does by default
+Storage = Annotated[str, typer.Option("--storage", envvar="LWNAS_STORAGE", help=STORAGE_HELP)]
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err.print(f"[red]error[/red] {escape(message)}", highlight=False)
+    raise typer.Exit(code)
+
+
+def _load_ot_study(name: str, storage: str):
+    """The study ``name`` in an existing storage (a missing SQLite file is an error, never created)."""
+    return _open_ot_study(name, storage)[0]
+
+
+def _open_ot_study(name: str, storage: str):
+    """``(study, backend)``: the study ``name`` and the Optuna storage object it was loaded from."""
+    import optuna
+
+    from searchspace.errors import shorten, shown
+    from tuners.store.connection import StorageError, open_storage
+    from tuners.store.urls import masked
+
+    backend = open_storage(storage)
+    try:
+        return optuna.load_study(study_name=name, storage=backend), backend
+    except KeyError:
+        names = [s.study_name for s in optuna.get_all_study_summaries(backend)]
+        raise StorageError(
+            f"no study {shown(name)} in {masked(storage)}; studies there: {shorten(', '.join(names), 500) or 'none'}"
+        ) from None
+
+
+def sweep(
+    study_file: Annotated[Path, typer.Argument(help="Study file (see docs/studies.md), e.g. studies/quickstart.yaml.")],
+    storage: Storage = DEFAULT_STORAGE,
+    address: Annotated[
+        str | None,
+        typer.Option(
+            "--address", help="Address of an existing Ray cluster (ray start --head); default: Ray on this machine."
+        ),
+    ] = None,
+    trials: Annotated[int | None, typer.Option(help="Trials to train (overrides the study's budget).")] = None,
+    max_concurrent: Annotated[int | None, typer.Option(help="Trials running at once.")] = None,
+    name: Annotated[
+        str | None,
+        typer.Option(
+            help="Name of the study in storage (default: the study's): 1 to 100 letters, digits, -, _ or ., "
+            "starting with a letter or digit."
+        ),
+    ] = None,
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            help="Data of a task that reads yours (features, image-folder, cifar, vqa, captions, caption-retrieval): "
+            "replaces the study's task_options.path."
+        ),
+    ] = None,
+) -> None:
+    """Find the accuracy-vs-cost Pareto front of a study: Ray Tune runs the trials, Optuna proposes them.
+
+    Every trial lands in the storage as a normal Optuna study. Points that break the study's constraints are
+    recorded as infeasible and never trained. Ctrl-C stops cleanly; `lwnas resume NAME` continues.
+    """
+    from searchspace.study import StudyError, name_problem
+    from tuners.driver.sweep import SweepOptions, run_sweep
+    from tuners.planning.check import constraint_problems, cost_sample, open_study, prepare, task_problems, with_data
+
+    if name is not None and name_problem(name):
+        _fail(f"--name {name_problem(name)}", code=2)
+    try:
+        prepared = prepare(with_data(open_study(study_file), data))
+        study = prepared.study
+        problems = task_problems(study, prepared.task)
+        if not problems and study.constraints:
+            # the check `lwnas space validate` makes: constraints that no point meets are refused before
+            # Ray starts, instead of a sweep that records infeasible points until it gives up
+            problems = constraint_problems(study, cost_sample(study, prepared.costs, VALIDATE_SAMPLES))
+    except StudyError as exc:
+        problems = list(exc.problems)
+    for where, message in problems:
+        err.print(f"[red]error[/red] {escape(where)}: {escape(message)}", highlight=False)
+    if problems:
+        raise typer.Exit(2)
+    options = SweepOptions(storage=storage, address=address, trials=trials, max_concurrent=max_concurrent, name=name)
+    run_sweep(
+        study, options, prepared=prepared
+    )  # its errors (LwnasError) print as one line each, with their exit codes
+
+
+def resume(
+    name: Annotated[str, typer.Argument(help="Name of the study in storage.")],
+    storage: Storage = DEFAULT_STORAGE,
+    address: Annotated[str | None, typer.Option("--address", help="Address of an existing Ray cluster.")] = None,
+    max_concurrent: Annotated[int | None, typer.Option(help="Trials running at once.")] = None,
+    trials: Annotated[
+        int | None,
+        typer.Option(
+            help="Raise the study's budget to this many trials in all (it never shrinks), recorded on the study; "
+            "a finished sweep goes on from its stored trials."
+        ),
+    ] = None,
+) -> None:
+    """Continue a sweep whose driver stopped (Ctrl-C, kill, restart): finished trials are kept, trials that
+    were running are re-queued, and the rest of the budget runs. With --trials N, grow a finished sweep."""
+    from searchspace.study import StudyError, study_from_dict
+    from tuners.driver.sweep import SweepOptions, run_sweep
+    from tuners.planning.check import task_family
+    from tuners.store import keys
+
+    if trials is not None and trials < 1:
+        _fail(f"--trials must be an integer >= 1, got {trials}", code=2)
+    ot_study = _load_ot_study(name, storage)
+    spec = ot_study.user_attrs.get(keys.STUDY_SPEC)
+    if not spec:
+        _fail(f"study {name!r} was not created by lwnas sweep (it has no {keys.STUDY_SPEC} attribute)")
+    try:
+        study = study_from_dict(spec, task_family=task_family)
+    except StudyError as exc:
+        _fail("; ".join(f"{w}: {m}" for w, m in exc.problems))
+    run_sweep(
+        study,
+        SweepOptions(storage=storage, address=address, max_concurrent=max_concurrent, name=name, trials=trials),
+        resume=True,
+    )
+
+
+def status(
+    name: Annotated[str, typer.Argument(help="Name of the study in storage.")],
+    storage: Storage = DEFAULT_STORAGE,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Trials by state, the current Pareto front, hypervolume (with its reference point) and time per trial."""
+    import json
+
+    from tuners.driver.progress import print_front
+    from tuners.fronts.status import read_trials, study_status
+
+    ot_study, backend = _open_ot_study(name, storage)
+    trials = read_trials(ot_study, backend)  # in bulk: a few queries, one short read transaction
+    s = study_status(ot_study, trials)
+    if as_json:
+        sys.stdout.write(json.dumps(s, indent=2, default=str) + "\n")
+        return
+    out = Console(soft_wrap=True)
+    out.print(
+        f"[bold]{escape(name)}[/bold]: " + ", ".join(f"{k} {v}" for k, v in s["outcomes"].items()), highlight=False
+    )
+    if s["rejected"]:
+        out.print(
+            f"constraints rejected {s['rejected']['rejected']} of {s['rejected']['checked']} proposed points "
+            f"({', '.join(f'{k}: {v}' for k, v in s['rejected']['reasons'].items())})",
+            highlight=False,
+        )
+    ref = ", ".join(f"{m} {v:g}" for m, v in zip(s["objectives"], s["reference_point"]))
+    out.print(f"hypervolume {s['hypervolume']:.6g} (reference point: {ref})", highlight=False)
+    out.print(
+        f"budget {s['budget']} trials"
+        + "".join(f"; raised from {c['from']} to {c['to']} at {c['at']}" for c in s["budget_changes"]),
+        highlight=False,
+    )
+    if s["ended"]:
+        out.print(f"ended ({s['ended']['reason']}, {s['ended']['at']}): {s['ended']['detail']}", highlight=False)
+    if s["seconds_per_trial"] is not None:
+        out.print(
+            f"time per trained trial: {s['seconds_per_trial']:.1f} s (mean of {s['timed_trials']})", highlight=False
+        )
+    print_front(ot_study, None, out, trials)
+    _print_latency_devices(s["latency_devices"], out)
+
+
+def _print_latency_devices(devices: dict[str, list[int]], out: Console) -> None:
+    """Name the machine behind every latency; several machines are flagged, never compared silently."""
+    if len(devices) == 1:
+        out.print(f"latency measured on {escape(next(iter(devices)))}", highlight=False)
+    elif devices:
+        out.print(
+            f"[yellow]warning[/yellow] latencies of this study were measured on {len(devices)} different "
+            f"devices or machines and are not comparable across them:",
+            highlight=False,
+        )
+        for device, numbers in devices.items():
+            out.print(f"  {escape(device)}: trials {', '.join(map(str, numbers))}", highlight=False)
+
+
+def export(
+    name: Annotated[str | None, typer.Argument(help="Name of the study in storage (or give --checkpoint).")] = None,
+    trials: Annotated[str, typer.Option(help="`pareto` (the front) or trial numbers like 1,5,9.")] = "pareto",
+    output: Annotated[Path, typer.Option("--output", "-o", help="Directory for the exported files.")] = Path(
+        "exported"
+    ),
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="yaml: a configuration `lwnas train` accepts; torch: a torch.export .pt2 and onnx: an "
+            ".onnx model, both of which run without lwnas (see docs/deploy.md).",
+        ),
+    ] = "yaml",
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint",
+            help="Export this checkpoint.pt of `lwnas train` (its trained weights) instead of a study's "
+            "trials; with --format torch or onnx.",
+        ),
+    ] = None,
+    infeasible: Annotated[
+        bool,
+        typer.Option(
+            "--infeasible",
+            help="Allow --trials numbers that name infeasible trials (they broke the constraints and were "
+            "never trained; `pareto` never holds one).",
+        ),
+    ] = False,
+    storage: Storage = DEFAULT_STORAGE,
+) -> None:
+    """Write one file per trial: a YAML (configuration, task, training settings with the trial's seed, provenance)
+    that `lwnas train` reproduces as it is, or with --format torch/onnx a model file that runs without lwnas.
+
+    A study's trials keep no weights, so their model files hold initialised weights (drawn with the trial's seed);
+    export a `lwnas train` checkpoint with --checkpoint for trained weights."""
+    from tuners.export.configs import ExportError, export_trials
+    from tuners.export.deploy import FORMATS
+
+    if fmt not in FORMATS:
+        _fail(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}", code=2)
+    if (name is None) == (checkpoint is None):
+        _fail("give a study NAME or --checkpoint PATH (one of them)", code=2)
+    if checkpoint is not None:
+        _export_checkpoint(checkpoint, fmt, output)
+        return
+    ot_study = _load_ot_study(name, storage)
+    try:
+        paths = export_trials(ot_study, trials, output, infeasible, fmt)
+    except ExportError as exc:
+        _fail(str(exc))
+    if not paths:
+        _fail(f"study {name!r} has no trial on its Pareto front yet")
+    for p in paths:
+        sys.stdout.write(f"{p}\n")
+    if fmt == "yaml":
+        err.print(
+            f"wrote {len(paths)} files; retrain one (the same seed reproduces its values) with: "
+            f"lwnas train {shlex.quote(str(paths[0]))}",
+            highlight=False,
+            markup=False,
+        )
+    else:
+        err.print(
+            f"wrote {len(paths)} {fmt} files with initialised weights (a search keeps none); train a YAML "
+            f"export and use --checkpoint for trained weights",
+            highlight=False,
+            markup=False,
+        )
+
+
+def _export_checkpoint(checkpoint: Path, fmt: str, output: Path) -> None:
+    """``lwnas export --checkpoint PATH``: the trained model as one file in ``output``."""
+    from tuners.export.deploy import SUFFIX, checkpoint_model, write_model
+
+    if fmt == "yaml":
+        _fail(
+            f"--checkpoint exports a model file: use --format torch or onnx (the configuration is already in "
+            f"{checkpoint.parent / 'config.yaml'})",
+            code=2,
+        )
+    if output.exists() and not output.is_dir():
+        _fail(f"-o {output} is a file, not a folder: give a folder for the exported files")
+    model, config, provenance = checkpoint_model(checkpoint)
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _fail(f"cannot create {output}: {exc.strerror or exc}; choose a folder you can write to with -o")
+    path = write_model(model, config, fmt, output / f"model{SUFFIX[fmt]}", provenance)
+    sys.stdout.write(f"{path}\n")
+    err.print(f"wrote {path} (trained weights of {checkpoint})", highlight=False, markup=False)

@@ -1,0 +1,111 @@
+"""``budget: {stop_when: {window: W, tolerance: T}}``: end a sweep once its front stops moving.
+
+The rule: take the trials that used a place in the budget (complete, pruned, failed) in the order
+they finished; the sweep ends once the hypervolume of all of them exceeds that of all but the last
+W by at most T times the former. Both are measured from one reference point (the current trials'),
+so the comparison is of fronts, not of reference points. After ``lwnas resume NAME --trials N``
+raised the budget, W trials must finish after the raise before the rule may end the sweep again.
+
+``StopWhenFrontStalls`` is a Ray Tune ``Searcher`` wrapped around the study's searcher (as Ray's
+own ``ConcurrencyLimiter`` wraps one): once the rule holds it answers ``Searcher.FINISHED``, so no
+new trial starts and the running ones finish and are recorded as usual.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import optuna
+from ray.tune.search import Searcher
+
+from searchspace.study import StopWhen
+from tuners.fronts.objectives import direction_names
+from tuners.fronts.pareto import hypervolume, reference_point
+from tuners.store.outcomes import TERMINAL_OUTCOMES
+from tuners.store.record import TrialRecord, record_of
+
+
+def counted_in_order(records: Sequence[TrialRecord]) -> list[TrialRecord]:
+    """Trials that used a place in the budget, in the order they finished."""
+    counted = [r for r in records if r.outcome in TERMINAL_OUTCOMES]
+    return sorted(counted, key=lambda r: (r.datetime_complete or datetime.max, r.number))
+
+
+def front_stalled(
+    records: Sequence[TrialRecord], objectives: Sequence[tuple[str, str]], rule: StopWhen, since: int = 0
+) -> str | None:
+    """Why the sweep should end (the rule holds), or None. ``since``: trials counted when the budget was
+    last raised (the window starts there)."""
+    counted = counted_in_order(records)
+    if len(counted) - since < rule.window or len(counted) <= rule.window:
+        return None
+    ref = reference_point(counted, objectives)
+    now = hypervolume(counted, objectives, ref)
+    before = hypervolume(counted[: -rule.window], objectives, ref)
+    if now - before > rule.tolerance * now:
+        return None
+    return (
+        f"the front's hypervolume grew by {now - before:.6g} (from {before:.6g} to {now:.6g}; the tolerance is "
+        f"{rule.tolerance:g} of it) over the last {rule.window} trials"
+    )
+
+
+def study_objectives(ot_study: optuna.Study) -> list[tuple[str, str]]:
+    names = ot_study.metric_names or [f"objective_{i}" for i in range(len(ot_study.directions))]
+    return list(zip(names, direction_names(ot_study.directions)))
+
+
+def stalled_in_storage(ot_study: optuna.Study, rule: StopWhen, since: int) -> str | None:
+    """``front_stalled`` over the trials stored for ``ot_study``."""
+    records = [record_of(t) for t in ot_study.get_trials(deepcopy=False)]
+    return front_stalled(records, study_objectives(ot_study), rule, since)
+
+
+class StopWhenFrontStalls(Searcher):
+    """Passes everything to ``searcher`` and finishes the search once the front stopped moving.
+
+    Args:
+        searcher: the study's searcher (it records the trials; this one only reads them back).
+        ot_study: the Optuna study the sweep records into.
+        rule: the study's ``budget.stop_when``.
+        since: trials counted when the budget was last raised.
+    """
+
+    def __init__(self, searcher: Searcher, ot_study: optuna.Study, rule: StopWhen, since: int = 0):
+        super().__init__(metric=None, mode=None)
+        self.searcher, self.ot_study, self.rule, self.since = searcher, ot_study, rule, since
+        self.reason: str | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "ot_study"}  # database connections stay out
+
+    def set_search_properties(self, metric: Any, mode: Any, config: dict, **spec: Any) -> bool:
+        return self.searcher.set_search_properties(metric, mode, config, **spec)
+
+    def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
+        if self.reason is not None:
+            return Searcher.FINISHED
+        return self.searcher.suggest(trial_id)
+
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+        self.searcher.on_trial_result(trial_id, result)
+
+    def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
+        self.searcher.on_trial_complete(trial_id, result=result, error=error)
+        if self.reason is None:
+            self.reason = stalled_in_storage(self.ot_study, self.rule, self.since)
+
+    # Ray saves a wrapper's state apart from the searcher it wraps (as it does ConcurrencyLimiter's)
+    def get_state(self) -> dict[str, Any]:
+        return {"reason": self.reason, "since": self.since}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.reason, self.since = state["reason"], state["since"]
+
+    def save(self, checkpoint_path: str) -> None:
+        self.searcher.save(checkpoint_path)
+
+    def restore(self, checkpoint_path: str) -> None:
+        self.searcher.restore(checkpoint_path)

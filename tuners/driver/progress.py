@@ -1,0 +1,165 @@
+"""What a sweep prints: one line per finished trial, then the Pareto front and what to do next.
+
+A failed trial is one line on the terminal (its reason and where the full log is); Ray Tune's own
+records, with the trial's traceback, go to the sweep's log file (``ray_logs_to``), never the terminal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shlex
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import optuna
+from ray.tune import Callback
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from searchspace.study import Study
+from tuners.driver.trainable import NUMBER
+from tuners.fronts.objectives import direction_names
+from tuners.fronts.seeds import groups_of, pareto_front_groups, seed_groups
+from tuners.store.record_read import ReadTrial
+from tuners.store.urls import storage_arg
+
+RAY_LOGGERS = ("ray.tune", "ray.air", "ray.train")
+LOG = logging.getLogger("lwnas.sweep")
+
+
+@contextlib.contextmanager
+def ray_logs_to(path: Path) -> Iterator[Path]:
+    """Send Ray Tune's log records (a failed trial's traceback among them) and lwnas's own failure
+    records to ``path`` instead of the terminal, for the duration of the block."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    saved = []
+    for logger in (*map(logging.getLogger, RAY_LOGGERS), LOG):
+        saved.append((logger, logger.propagate, logger.level))
+        logger.addHandler(handler)
+        logger.propagate = False  # the "ray" logger's handler prints to the terminal
+    LOG.setLevel(logging.INFO)
+    try:
+        yield path
+    finally:
+        for logger, propagate, level in saved:
+            logger.removeHandler(handler)
+            logger.propagate, logger.level = propagate, level
+        handler.close()
+
+
+class SweepProgress(Callback):
+    """Ray Tune callback: a line per finished trial with its metric, cost and time."""
+
+    def __init__(
+        self,
+        ot_study: optuna.Study,
+        study: Study,
+        total: int,
+        out: Console,
+        quiet: bool = False,
+        log_path: Path | None = None,
+    ):
+        self.ot_study, self.study, self.total, self.out, self.quiet = ot_study, study, total, out, quiet
+        self.log_path = log_path
+        self.done = 0
+        self.start = time.time()
+        self.metric = next((o.metric for o in study.objectives if not o.is_cost), None)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in ("ot_study", "out", "study")}
+
+    def _line(self, trial: Any, what: str) -> None:
+        self.done += 1
+        if self.quiet:
+            return
+        r = trial.last_result or {}
+        number = trial.config.get(NUMBER, "?")
+        parts = [f"[{self.done}/{self.total}] trial {number} {what}"]
+        if self.metric and f"val_{self.metric}" in r:
+            parts.append(f"{self.metric} {r[f'val_{self.metric}']:.4f} after {r.get('epoch')} epochs")
+        if "params" in r:
+            parts.append(f"params {r['params']:,}")
+        parts.append(f"{time.time() - self.start:.0f}s elapsed")
+        self.out.print(escape(", ".join(parts)), highlight=False)
+
+    def _failed(self, trial: Any, reason: str, traceback: str | None = None) -> None:
+        """One line for the terminal; the reason and any traceback go to the log file too."""
+        number = trial.config.get(NUMBER, "?")
+        LOG.error("trial %s failed: %s%s", number, reason, f"\n{traceback}" if traceback else "")
+        where = f"; full log: {self.log_path}" if self.log_path else ""
+        self._line(trial, f"failed ({reason}{where})")
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        r = trial.last_result or {}
+        if "lwnas_failed" in r:
+            self._failed(trial, r["lwnas_failed"])
+        elif r.get("epoch", 0) < self.study.budget.epochs:
+            self._line(trial, "stopped early (pruned)")
+        else:
+            self._line(trial, "complete")
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        r = trial.last_result or {}
+        self._failed(
+            trial, r.get("lwnas_error", "worker error (the worker died before reporting)"), r.get("lwnas_traceback")
+        )
+
+    def finish(self, interrupted: bool, storage: str) -> None:
+        print_front(self.ot_study, self.study, self.out)
+        name = self.ot_study.study_name
+        url = storage_arg(storage)  # shell-quoted; never the password
+        if url != shlex.quote(storage):
+            self.out.print("(set LWNAS_STORAGE to the storage URL; the commands below then need no --storage)")
+        quoted = shlex.quote(name)
+        if interrupted:
+            self.out.print(
+                f"[yellow]stopped before the budget was spent[/yellow]; continue with: "
+                f"{escape(f'lwnas resume {quoted} --storage {url}')}"
+            )
+        self.out.print(
+            escape(
+                f"status: lwnas status {quoted} --storage {url}\n"
+                f"browse the fronts: lwnas dashboard --storage {url}\n"
+                f"export the front: lwnas export {quoted} --trials pareto --storage {url} -o exported/\n"
+                f"open in Optuna: optuna.load_study(study_name={name!r}, storage=<the storage URL>)"
+            ),
+            highlight=False,
+        )
+
+
+def print_front(
+    ot_study: optuna.Study, study: Study | None, out: Console, trials: list[ReadTrial] | None = None
+) -> None:
+    """The front (of seed means) as a table, of ``trials`` when the caller has read them already (``lwnas status``,
+    through ``tuners.fronts.status.read_trials``)."""
+    groups = (
+        seed_groups(ot_study.get_trials(deepcopy=False))
+        if trials is None
+        else groups_of([t.record for t in trials], {t.record.number: t.parent for t in trials})
+    )
+    names = ot_study.metric_names or [f"objective {i}" for i in range(len(ot_study.directions))]
+    directions = direction_names(ot_study.directions)
+    front = pareto_front_groups(groups, directions)  # on seed means
+    count = "1 trial" if len(front) == 1 else f"{len(front)} trials"
+    table = Table(title=f"Pareto front of {ot_study.study_name} ({count})")
+    table.add_column("trial", justify="right")
+    for n, d in zip(names, directions):
+        table.add_column(f"{n} ({'max' if d == 'maximize' else 'min'})", justify="right")
+    table.add_column("seeds", justify="right")
+    table.add_column("knobs")
+    for g in front:
+        r = g.record
+        shown = ", ".join(f"{k}={v}" for k, v in r.params.items() if not isinstance(v, float))
+        cells = [_fmt(v) + (f" ± {_fmt(s)}" if s else "") for v, s in zip(r.values, g.std)]
+        table.add_row(str(r.number), *cells, str(g.seeds), escape(shown))
+    out.print(table)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4f}"

@@ -1,0 +1,247 @@
+"""A Ray Tune searcher that asks Optuna for points and keeps lwnas's record of every trial.
+
+It implements Ray's public ``Searcher`` interface and talks to Optuna through its public
+ask-and-tell API only (``Study.ask``, the study's define-by-run function from
+``searchspace.convert.optuna_suggest``, ``Study.tell`` by trial number), so neither library's
+internals are relied on:
+
+* static costs first: each suggested point is costed in the driver; a point that breaks the
+  study's constraints is told to Optuna at once as infeasible (``Trial.set_constraint``, so the
+  samplers learn the feasible region) and never reaches a worker;
+* the result -> trial-state mapping is explicit: a trial that trained its full budget is COMPLETE;
+  one a scheduler stopped is PRUNED with the epochs it used; a failure is FAIL with its reason;
+* each point is resolved, adapted to the task and costed once, here: the trial's record
+  (``tuners/store/record.py``: configuration, every training setting, task, seed, costs) goes to the
+  trial's user attributes and, as plain data in the Ray trial's config, to the worker, which trains
+  exactly it;
+* each epoch's metrics go to a user attribute of their own; wall time, host and outcome at the end.
+
+The searcher's only state of its own is the map from Ray trial ids to Optuna trial numbers (and the
+epochs recorded so far); everything else lives in the Optuna storage. ``save`` writes that map as
+JSON and ``restore`` reads it back, so a restored searcher finishes its running trials by number.
+``lwnas resume`` does not go through Ray's restore: it reopens the study from storage and re-queues
+the trials a stopped driver left RUNNING.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+from ray.tune.search import Searcher
+
+from searchspace.convert import optuna_suggest
+from searchspace.errors import LwnasError, shorten
+from searchspace.study import Study
+from trainers.loop import TrainSettings
+from tuners.driver.trainable import NUMBER, RECORD
+from tuners.fronts.objectives import worst_values
+from tuners.planning.costs import StaticCosts, Verdict
+from tuners.store import keys
+from tuners.store.outcomes import Outcome
+from tuners.store.record import TrialRecord, planned_attrs, record_of, trial_seed, trial_training
+
+# infeasible points in a row before the sweep gives up on the constraints (each costs ~0.1 s to check;
+# constraints that no point meets at all are refused before the sweep starts, as `lwnas space validate` does)
+MAX_REJECTIONS = 1000
+
+
+class InfeasibleStudyError(LwnasError, RuntimeError):
+    pass
+
+
+class StudySearcher(Searcher):
+    """Optuna's ask-and-tell over a study's space, with constraints, outcomes and lwnas's trial record.
+
+    Args:
+        study: the parsed study file.
+        ot_study: the Optuna study the sweep records into (its sampler proposes).
+        static: the driver's static cost model and constraint check.
+        storage: the Optuna storage lwnas opened for ``ot_study`` (user attributes are written through
+            its public methods, by trial number).
+    """
+
+    def __init__(self, study: Study, ot_study: optuna.Study, static: StaticCosts, storage: Any):
+        super().__init__(metric=None, mode=None)  # several objectives: they come from the study
+        self.study, self.static, self.ot_study, self.storage = study, static, ot_study, storage
+        self.objectives = study.objectives
+        self.suggest_params = optuna_suggest(study.space)
+        self.study_id = storage.get_study_id_from_name(ot_study.study_name)
+        self.numbers: dict[str, int] = {}  # Ray trial id -> Optuna trial number
+        self.completed: set[str] = set()
+        self._ids: dict[int, int] = {}  # Optuna trial number -> the storage's trial id
+        # per running trial only (dropped once it is told), so the driver's memory stays flat over long sweeps
+        self._last: dict[str, dict[str, Any]] = {}
+        self._epochs: dict[str, list[dict[str, Any]]] = {}
+        self._costs: dict[str, dict[str, float]] = {}  # the planned static costs: no read-back at the end
+
+    def set_search_properties(self, metric: Any, mode: Any, config: dict, **spec: Any) -> bool:
+        return True  # the space and the objectives come from the study, not from Tune's config
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Ray pickles the search algorithm with the Tuner; the Optuna study, its storage (database
+        # connections) and the cost model are rebuilt from the study file, so they stay out.
+        unpicklable = ("ot_study", "storage", "static", "suggest_params")
+        return {k: v for k, v in self.__dict__.items() if k not in unpicklable}
+
+    def save(self, checkpoint_path: str) -> None:
+        state = {
+            "study": self.ot_study.study_name,
+            "numbers": self.numbers,
+            "completed": sorted(self.completed),
+            "epochs": self._epochs,
+        }
+        with open(checkpoint_path, "w", encoding="utf-8") as f:
+            json.dump(keys.plain(state), f)
+
+    def restore(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, encoding="utf-8") as f:
+            state = json.load(f)
+        if state["study"] != self.ot_study.study_name:
+            raise ValueError(f"{checkpoint_path} belongs to study {state['study']!r}, not {self.ot_study.study_name!r}")
+        self.numbers = {k: int(v) for k, v in state["numbers"].items()}
+        self.completed = set(state["completed"])
+        self._epochs = state["epochs"]
+
+    # ---- the trial record, by number --------------------------------------------------------------
+    def _trial_id(self, number: int) -> int:
+        """The storage's id of trial ``number`` (looked up once: it never changes)."""
+        if number not in self._ids:
+            self._ids[number] = self.storage.get_trial_id_from_study_id_trial_number(self.study_id, number)
+        return self._ids[number]
+
+    def _set_attr(self, trial_id: str, key: str, value: Any) -> None:
+        self.storage.set_trial_user_attr(self._trial_id(self.numbers[trial_id]), key, keys.plain(value))
+
+    def _frozen(self, trial_id: str) -> optuna.trial.FrozenTrial:
+        return self.storage.get_trial(self._trial_id(self.numbers[trial_id]))
+
+    # ---- suggesting ---------------------------------------------------------------------------
+    def suggest(self, trial_id: str) -> dict[str, Any] | None:
+        for _ in range(MAX_REJECTIONS):
+            if not self._propose(trial_id):
+                return None  # the proposer has nothing now (Ray asks again later)
+            ot_trial = self.ot_study.ask()
+            active = self.suggest_params(ot_trial)
+            params = {**ot_trial.params, **active}  # every value suggested, as Ray's define-by-run adapter gave
+            record, verdict = self._plan(ot_trial.number, params)
+            self._write_plan(ot_trial, record)
+            for constraint in self.study.constraints:
+                ot_trial.set_constraint(constraint.metric, constraint.violation(verdict.costs[constraint.metric]))
+            if verdict.feasible:
+                self.numbers[trial_id] = ot_trial.number
+                self._costs[trial_id] = record.costs
+                # the record is all the worker gets: it trains exactly what storage holds
+                return {**params, NUMBER: ot_trial.number, RECORD: keys.plain(record.for_worker())}
+            self._tell_infeasible(ot_trial, verdict)
+            self._rejected(trial_id)
+        reasons = ", ".join(f"{k}: {v}" for k, v in self.static.summary()["reasons"].items())
+        raise InfeasibleStudyError(
+            f"{MAX_REJECTIONS} points in a row broke the constraints ({shorten(reasons)}); "
+            f"relax them or narrow the space"
+        )
+
+    def _plan(self, number: int, params: dict[str, Any]) -> tuple[TrialRecord, Verdict]:
+        """Resolve and cost a point once: the trial's record (what the worker trains) and its verdict."""
+        point = self.study.space.resolve(params)
+        config = self.static.adapt(point.config)
+        verdict = self.static.evaluate(config)
+        seed = trial_seed(self.study.tuner.seed, number)
+        training = trial_training(self.study, point.training, seed, self.study.tuner.cpus_per_trial)
+        record = TrialRecord(
+            number=number,
+            config=config.to_dict(),
+            task=self.study.task,
+            training=TrainSettings.from_dict(training).to_dict(),  # every setting, defaults too
+            task_options=dict(self.study.task_options),
+            seed=seed,
+            costs=verdict.costs,
+        )
+        return TrialRecord.from_worker(keys.plain(record.for_worker())), verdict  # as storage will hold it
+
+    def _write_plan(self, ot_trial: optuna.Trial, record: TrialRecord) -> None:
+        """Store the planned record (one attribute: each is a transaction of its own)."""
+        for key, value in planned_attrs(record).items():
+            ot_trial.set_user_attr(key, value)
+
+    def _propose(self, trial_id: str) -> bool:
+        """Hook before each ask (another proposer enqueues its point here); False: nothing to propose."""
+        return True
+
+    def _rejected(self, trial_id: str) -> None:
+        """Hook after a proposed point was found infeasible."""
+
+    def _tell_infeasible(self, ot_trial: optuna.Trial, verdict) -> None:
+        """Record a point that is never trained: its costs are real, its task metric the worst value."""
+        ot_trial.set_user_attr(keys.OUTCOME, Outcome.INFEASIBLE.value)
+        ot_trial.set_user_attr(keys.FAILURE, "breaks " + ", ".join(verdict.reasons()))
+        self.ot_study.tell(ot_trial.number, worst_values(self.objectives, verdict.costs), state=TrialState.COMPLETE)
+        self.ot_study.set_user_attr(keys.STUDY_REJECTED, keys.plain(self.static.summary()))
+
+    # ---- results ------------------------------------------------------------------------------
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+        self._last[trial_id] = result
+        self._record_epoch(trial_id, result)
+
+    def _record_epoch(self, trial_id: str, result: dict[str, Any]) -> None:
+        """Append an epoch's metrics once (a scheduler's STOP sends its result to on_trial_complete only)."""
+        if "lwnas_failed" in result or "lwnas_error" in result or trial_id not in self.numbers:
+            return
+        if "epoch" not in result or not any(k.startswith("val_") for k in result):
+            return
+        epochs = self._epochs.setdefault(trial_id, [])
+        if epochs and epochs[-1]["epoch"] >= result["epoch"]:
+            return
+        epochs.append(
+            {
+                k: v
+                for k, v in result.items()
+                if k == "epoch"
+                or k.startswith("val_")
+                or k in ("train_loss", "epoch_time", "wall_time", "samples_per_s", "lr")
+            }
+        )
+        self._set_attr(trial_id, keys.epoch_key(result["epoch"]), epochs[-1])  # one key per epoch: linear writes
+
+    def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
+        if trial_id in self.completed or trial_id not in self.numbers:
+            return
+        last = {**self._last.get(trial_id, {}), **(result or {})}
+        if result:
+            self._record_epoch(trial_id, result)
+        epochs = self._epochs.get(trial_id, [])
+        self._set_attr(trial_id, keys.BUDGET_USED, len(epochs))
+        if epochs:
+            self._set_attr(trial_id, keys.WALL_TIME, epochs[-1].get("wall_time"))
+        for key, attr in (("host", keys.HOST), ("node", keys.NODE)):
+            if last.get(key):
+                self._set_attr(trial_id, attr, last[key])
+        state, values = self._outcome(trial_id, last, epochs, error)
+        self.ot_study.tell(self.numbers[trial_id], values, state=state)
+        self.completed.add(trial_id)
+        for running in (self._last, self._epochs, self._costs):
+            running.pop(trial_id, None)
+        self._ids.pop(self.numbers[trial_id], None)
+
+    def _outcome(self, trial_id: str, last: dict, epochs: list, error: bool) -> tuple[TrialState, list | None]:
+        """The explicit result -> trial-state mapping."""
+        reason = last.get("lwnas_failed") or last.get("lwnas_error")
+        if error or reason:
+            self._set_attr(trial_id, keys.OUTCOME, Outcome.FAILED.value)
+            self._set_attr(trial_id, keys.FAILURE, reason or "the trial's worker died (see Ray's log)")
+            return TrialState.FAIL, None
+        if len(epochs) < self.study.budget.epochs:
+            self._set_attr(trial_id, keys.OUTCOME, Outcome.PRUNED.value)
+            return TrialState.PRUNED, None
+        # a searcher restored from a checkpoint planned none of its running trials: storage has their costs
+        costs = self._costs.get(trial_id) or record_of(self._frozen(trial_id)).costs
+        values = [costs[o.metric] if o.is_cost else epochs[-1][f"val_{o.metric}"] for o in self.objectives]
+        if any(isinstance(v, float) and math.isnan(v) for v in values):
+            self._set_attr(trial_id, keys.OUTCOME, Outcome.FAILED.value)
+            self._set_attr(trial_id, keys.FAILURE, f"a metric is NaN: {values}")
+            return TrialState.FAIL, None
+        self._set_attr(trial_id, keys.OUTCOME, Outcome.COMPLETE.value)
+        return TrialState.COMPLETE, values

@@ -1,0 +1,378 @@
+"""``lwnas sweep`` / ``lwnas resume``: Ray Tune runs the trials, Optuna proposes them, SQL keeps them.
+
+The driver creates (or reopens) the Optuna study in storage, enqueues the seed configs once,
+re-queues trials a killed driver left RUNNING, and runs the remaining budget with Ray Tune:
+``StudySearcher`` (a Ray ``Searcher`` on Optuna's ask-and-tell) proposes, ``run_trial`` trains in Ray workers, and
+the chosen scheduler (``none`` or ``mo-asha``) stops unpromising trials early.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+from rich.console import Console
+
+from searchspace.errors import LwnasError
+from searchspace.study import Study, path_component
+from tuners.driver.ray_logs import quiet_ray_interrupts
+from tuners.driver.samplers import make_sampler
+from tuners.driver.trainable import NUMBER
+from tuners.planning.check import Prepared, prepare
+from tuners.store import keys
+from tuners.store.connection import StorageError, open_storage
+from tuners.store.outcomes import TERMINAL_OUTCOMES, Outcome
+from tuners.store.urls import first_line, masked, scrub, sqlite_path, storage_arg
+
+SAMPLERS_NEEDING_NNI = ("nni-tpe", "nni-evolution")
+
+
+class SweepError(LwnasError, RuntimeError):
+    pass
+
+
+class SweepIncomplete(SweepError):
+    """The sweep stopped (Ctrl-C, its time budget) before its trial budget was spent."""
+
+    exit_code = 4
+
+
+@dataclass
+class SweepOptions:
+    storage: str = keys.DEFAULT_STORAGE
+    address: str | None = None  # an existing Ray cluster; None starts Ray on this machine
+    trials: int | None = None  # overrides the study's budget
+    max_concurrent: int | None = None
+    name: str | None = None  # overrides the study's name in storage
+    quiet: bool = False
+
+
+def open_study_storage(study: Study, options: SweepOptions, resume: bool, storage: Any) -> optuna.Study:
+    """Create the Optuna study (or reopen it when resuming) in ``storage`` with lwnas's study attributes."""
+    name = options.name or study.name
+    existing = {s.study_name for s in optuna.get_all_study_summaries(storage)}
+    directions = [o.direction for o in study.objectives]
+    if resume:
+        if name not in existing:
+            raise SweepError(f"no study {name!r} in {masked(options.storage)}; start it with `lwnas sweep`")
+        trials_so_far = len(storage.get_all_trials(storage.get_study_id_from_name(name), deepcopy=False))
+        return optuna.load_study(study_name=name, storage=storage, sampler=make_sampler(study, trials_so_far))
+    if name in existing:
+        raise SweepError(
+            f"study {name!r} already exists in {masked(options.storage)}: continue it with "
+            f"`lwnas resume {name}`, or give this sweep another --name"
+        )
+    try:
+        ot_study = optuna.create_study(
+            study_name=name, storage=storage, directions=directions, sampler=make_sampler(study)
+        )
+    except optuna.exceptions.DuplicatedStudyError:  # another `lwnas sweep` created it a moment ago
+        raise SweepError(
+            f"study {name!r} already exists in {masked(options.storage)}: continue it with "
+            f"`lwnas resume {name}`, or give this sweep another --name"
+        ) from None
+    with warnings.catch_warnings():  # experimental in Optuna 5, and what optuna-dashboard reads
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        ot_study.set_metric_names([o.metric for o in study.objectives])
+    ot_study.set_user_attr(keys.STUDY_SPEC, keys.plain({**study.source, "name": name}))
+    ot_study.set_user_attr(keys.STUDY_OBJECTIVES, [[o.metric, o.direction] for o in study.objectives])
+    ot_study.set_user_attr(keys.STUDY_VERSION, _version())
+    ot_study.set_user_attr(keys.STUDY_BUDGET, options.trials or study.budget.trials)  # `lwnas resume` keeps it
+    ot_study.set_user_attr(keys.STUDY_SAMPLER_WINDOW, study.tuner.window())  # None: the sampler reads every trial
+    for seed_name, params in study.seed_configs.items():
+        ot_study.enqueue_trial(params, user_attrs={keys.SEED_CONFIG: seed_name}, skip_if_exists=True)
+    return ot_study
+
+
+def requeue_interrupted(ot_study: optuna.Study, storage: Any) -> list[int]:
+    """Trials a killed driver left RUNNING: mark each interrupted (FAIL) and enqueue its params again.
+
+    A driver killed between Optuna's ask and its last suggestion leaves a trial with part of its params:
+    the re-queued trial keeps those and the sampler draws the rest.
+
+    ``storage`` is the Optuna storage lwnas opened for ``ot_study``; the attributes go through its public methods.
+    """
+    requeued = []
+    study_id = storage.get_study_id_from_name(ot_study.study_name)
+    for trial in ot_study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, trial.number)
+        storage.set_trial_user_attr(trial_id, keys.OUTCOME, Outcome.INTERRUPTED.value)
+        storage.set_trial_user_attr(trial_id, keys.FAILURE, "the sweep's driver stopped while it ran; re-queued")
+        storage.set_trial_state_values(trial_id, optuna.trial.TrialState.FAIL)
+        attrs = {keys.REQUEUED_FROM: trial.number}
+        for key in (keys.SEED_CONFIG, keys.SEED_OF):  # what the trial evaluates: a seed config, a seed repeat
+            if key in trial.user_attrs:
+                attrs[key] = trial.user_attrs[key]
+        ot_study.enqueue_trial(trial.params, user_attrs=attrs)
+        requeued.append(trial.number)
+    return requeued
+
+
+def counted_trials(ot_study: optuna.Study) -> int:
+    """Trials that used their place in the budget (trained to an outcome)."""
+    return sum(t.user_attrs.get(keys.OUTCOME) in TERMINAL_OUTCOMES for t in ot_study.get_trials(deepcopy=False))
+
+
+def run_sweep(
+    study: Study, options: SweepOptions, resume: bool = False, prepared: Prepared | None = None
+) -> optuna.Study:
+    """Run (or resume) a sweep as the study's one driver; returns the Optuna study.
+
+    ``prepared`` is the task and cost model the caller already built for ``study`` (``lwnas sweep`` checks
+    the study with them); without it they are built once there is a budget left to run.
+    Raises SweepIncomplete when the driver stopped before the budget was spent (the CLI exits non-zero).
+    """
+    from tuners.driver.lease import StudyLease
+
+    out = Console(stderr=True, soft_wrap=True)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = open_storage(options.storage, create=not resume, flush_each_commit=False)  # see engine_kwargs
+    ot_study = open_study_storage(study, options, resume, storage)
+    # the lease comes before anything touches the trials: re-queueing RUNNING trials would steal a live driver's
+    lease = StudyLease(options.storage, ot_study.study_name)
+    lease.acquire()
+    try:
+        if lease.taken_over:
+            out.print(
+                f"took the study over from a driver that is gone ({lease.taken_over.describe()})", highlight=False
+            )
+        return _drive(study, options, ot_study, storage, lease, resume, out, prepared)
+    finally:
+        lease.release()
+
+
+def _drive(
+    study: Study,
+    options: SweepOptions,
+    ot_study: optuna.Study,
+    storage: Any,
+    lease,
+    resume: bool,
+    out: Console,
+    prepared: Prepared | None,
+) -> optuna.Study:
+    """The sweep itself, run while this driver holds the study's lease."""
+    from ray import tune
+
+    from tuners.driver.front_stop import StopWhenFrontStalls, stalled_in_storage
+    from tuners.driver.lease import LeaseStopper
+    from tuners.driver.mo_asha import MOASHA
+    from tuners.driver.progress import SweepProgress, ray_logs_to
+    from tuners.driver.searcher import StudySearcher
+    from tuners.driver.trainable import run_trial
+    from tuners.store.budget import Ended, budget_in_force, counted_at_last_raise, raise_budget, record_end
+
+    if resume:  # the window of the driver now in force (the study file may have changed it)
+        ot_study.set_user_attr(keys.STUDY_SAMPLER_WINDOW, study.tuner.window())
+    requeued = requeue_interrupted(ot_study, storage) if resume else []
+    if requeued:
+        out.print(f"re-queued trials interrupted by the last driver: {requeued}")
+    if resume and options.trials is not None:
+        change = raise_budget(ot_study, study, options.trials, counted_trials(ot_study))
+        if change:
+            out.print(f"budget raised from {change['from']} to {change['to']} trials")
+    budget = budget_in_force(ot_study, study)
+    remaining = budget - counted_trials(ot_study)
+    if remaining <= 0:
+        out.print(
+            f"study {ot_study.study_name!r} already has its {budget} trials; grow it with: "
+            f"lwnas resume {shlex.quote(ot_study.study_name)} --trials N"
+        )
+        return ot_study
+    rule, since = study.budget.stop_when, counted_at_last_raise(ot_study)
+    stalled = stalled_in_storage(ot_study, rule, since) if rule is not None else None
+    if stalled:  # a resumed sweep whose front had already stopped moving stays ended
+        record_end(ot_study, Ended.FRONT_STALLED, stalled, counted_trials(ot_study))
+        out.print(
+            f"study {ot_study.study_name!r} ended: {stalled}; grow it with: "
+            f"lwnas resume {shlex.quote(ot_study.study_name)} --trials N"
+        )
+        return ot_study
+    static = (prepared or prepare(study)).costs
+    if study.tuner.sampler in SAMPLERS_NEEDING_NNI:
+        from tuners.driver.nni_searcher import NNISearcher
+
+        try:
+            searcher = NNISearcher(study, ot_study, static, storage)
+        except ImportError as exc:
+            raise SweepError(str(exc)) from None
+    else:
+        searcher = StudySearcher(study, ot_study, static, storage)
+    if study.budget.front_seeds > 1:
+        from tuners.driver.seed_repeats import SeedRepeats
+
+        searcher = SeedRepeats(searcher, ot_study, study.budget.front_seeds)
+    if rule is not None:
+        searcher = StopWhenFrontStalls(searcher, ot_study, rule, since)
+    scheduler = MOASHA.for_study(study) if study.tuner.scheduler == "mo-asha" else None
+    concurrent = options.max_concurrent or study.tuner.max_concurrent
+    _init_ray(options.address, study)
+    # the trial's record travels in its config: the workers never see the study file
+    trainable = tune.with_resources(run_trial, {"cpu": study.tuner.cpus_per_trial, "gpu": study.tuner.gpus_per_trial})
+    run_name = f"{path_component(ot_study.study_name)}-{int(time.time())}"
+    log_path = _ray_results_dir() / run_name / "sweep.log"
+    progress = SweepProgress(ot_study, study, remaining, out, quiet=options.quiet, log_path=log_path)
+    tuner = tune.Tuner(
+        trainable,
+        tune_config=tune.TuneConfig(
+            search_alg=searcher,
+            scheduler=scheduler,
+            num_samples=remaining,
+            max_concurrent_trials=concurrent,
+            reuse_actors=True,
+            trial_dirname_creator=trial_dirname,
+            time_budget_s=study.budget.time_s,
+        ),
+        run_config=tune.RunConfig(
+            name=run_name,
+            storage_path=str(_ray_results_dir()),
+            verbose=0,
+            callbacks=[progress],
+            stop=LeaseStopper(lease),
+            failure_config=tune.FailureConfig(max_failures=study.tuner.max_failures),
+        ),
+    )
+    out.print(
+        f"sweep {ot_study.study_name!r}: {remaining} trials, up to {concurrent} at a time, "
+        f"{study.tuner.sampler} sampler, scheduler {study.tuner.scheduler}; storage {masked(options.storage)}"
+    )
+    started = time.monotonic()
+    try:
+        # Ray prints its banners to stdout (keep stdout for results), failed trials' tracebacks go to the log
+        # file, and its interrupt advice that contradicts `lwnas resume` is dropped
+        with contextlib.redirect_stdout(sys.stderr), quiet_ray_interrupts(), ray_logs_to(log_path):
+            tuner.fit()
+        if lease.lost is None:
+            lease.renew()  # a storage that broke while the last trials ran
+        if lease.lost is not None:
+            fix = (
+                _storage_fix(options.storage, ot_study)
+                if lease.storage_failed
+                else "Let the driver that holds it now finish, or stop it and resume from here"
+            )
+            raise StorageError(f"the sweep stopped: {lease.lost}. {fix}")
+        done = counted_trials(ot_study)
+        stalled = searcher.reason if isinstance(searcher, StopWhenFrontStalls) and done < budget else None
+        if stalled:
+            out.print(f"the sweep ended before its budget: {stalled}", highlight=False)
+        progress.finish(interrupted=done < budget and not stalled, storage=options.storage)
+        record_end(ot_study, *_why_ended(done, budget, stalled, study, time.monotonic() - started), done)
+    except Exception as exc:  # noqa: BLE001 - sorted below: a user's problem is one line, a bug keeps its traceback
+        reported = _user_error(exc, options.storage, ot_study)
+        if reported is exc:
+            raise
+        raise reported from None
+    if done < budget and not stalled:
+        raise SweepIncomplete(f"{done} of {budget} trials done: the sweep stopped before its budget was spent")
+    return ot_study
+
+
+def trial_dirname(trial: Any) -> str:
+    """A Ray trial's folder: its Optuna number (Ray's default name lists the whole config, record included)."""
+    return f"trial-{trial.config.get(NUMBER, 'x')}-{trial.trial_id}"
+
+
+def _why_ended(done: int, budget: int, stalled: str | None, study: Study, seconds: float):
+    """(reason, detail) of a driver whose Tune run returned."""
+    from tuners.store.budget import Ended
+
+    if done >= budget:
+        return Ended.BUDGET, f"{done} of {budget} trials done"
+    if stalled:
+        return Ended.FRONT_STALLED, stalled
+    if study.budget.time_s is not None and seconds >= study.budget.time_s:
+        return Ended.TIME, f"budget.time ({study.budget.time_s:g} s) ran out after {done} of {budget} trials"
+    return Ended.STOPPED, f"stopped after {done} of {budget} trials"
+
+
+def _user_error(exc: Exception, url: str, ot_study: optuna.Study) -> Exception:
+    """What to report for an error that escaped Ray's fit (Ray may wrap it): lwnas's own error, a
+    storage failure as one line with the fix, or ``exc`` itself (a bug, which keeps its traceback)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, LwnasError):
+            return seen
+        if isinstance(seen, (SQLAlchemyError, optuna.exceptions.StorageInternalError)):
+            return StorageError(
+                f"the storage {masked(url)} failed mid-sweep: {scrub(first_line(seen), url)}. "
+                f"{_storage_fix(url, ot_study)}"
+            )
+        seen = seen.__cause__ or seen.__context__
+    return exc
+
+
+def _storage_fix(url: str, ot_study: optuna.Study) -> str:
+    """What to do when the storage broke mid-sweep."""
+    resume = resume_command(ot_study.study_name, url)
+    path = sqlite_path(url)
+    if path is not None:
+        return f"Make {shlex.quote(str(path))} writable again (or put it back), then continue with: {resume}"
+    return f"Once the database accepts writes again, continue with: {resume}"
+
+
+def resume_command(name: str, url: str) -> str:
+    """``lwnas resume NAME --storage URL``, shell-quoted, with a password-bearing URL left to LWNAS_STORAGE."""
+    return f"lwnas resume {shlex.quote(name)} --storage {storage_arg(url)}"
+
+
+def _init_ray(address: str | None, study: Study) -> None:
+    import ray
+
+    if ray.is_initialized():
+        return
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    # Tune's own progress tables and banners repeat what SweepProgress prints one line per trial
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    # failure reports and the memory objective (a static cost the searcher records) carry no metric
+    os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
+    if address:
+        # the trial code and the study travel with the job (runtime_env py_modules)
+        ray.init(address=address, runtime_env={"py_modules": _own_packages()}, log_to_driver=False)
+    else:
+        # workers import a task plugin that sits in the working directory, as the driver does
+        # (Tune runs each trial in a directory of its own, so the workers' cwd would not find it)
+        paths = [os.getcwd(), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+        ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+
+
+def _own_packages() -> list[str]:
+    import searchspace
+    import trainers
+    import tuners
+
+    return [str(Path(m.__file__).parent) for m in (searchspace, trainers, tuners)]
+
+
+def _ray_results_dir() -> Path:
+    base = Path(os.environ.get("LWNAS_CACHE", Path.home() / ".cache" / "lwnas"))
+    path = base / "ray_results"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lwnas")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def trials_summary(ot_study: optuna.Study) -> dict[str, Any]:
+    counts: dict[str, int] = {}
+    for t in ot_study.get_trials(deepcopy=False):
+        outcome = t.user_attrs.get(keys.OUTCOME, t.state.name.lower())
+        counts[outcome] = counts.get(outcome, 0) + 1
+    return counts

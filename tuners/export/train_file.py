@@ -1,0 +1,36 @@
+"""Train one configuration file: the path ``lwnas train`` takes, shared with ``lwnas confirm`` so a
+confirmed trial trains with exactly the code a user's own retraining runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from trainers.loop import TrainResult
+
+
+def train_config_file(
+    config: Path,
+    task: str | None = None,
+    data: Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    out: Path | None = None,
+) -> tuple[TrainResult, str]:
+    """Train ``config`` (an exported or hand-written file) with ``overrides`` on its training settings;
+    the result and the task's name. With ``out``, checkpoint.pt, metrics.json and config.yaml go there.
+
+    Raises ConfigError (a bad file or task), ValueError or TrainingError (training failed).
+    """
+    from searchspace.files import load_config_file
+    from trainers.checkpoint import save_run
+    from trainers.loop import TrainSettings
+    from trainers.loop import train as run_training
+    from tuners.export.config_task import file_task, file_task_built
+
+    f = load_config_file(config)
+    settings = TrainSettings.from_dict({**(f.metadata.get("training") or {}), **(overrides or {})})
+    task_name, task_options = file_task(f, task, data)
+    result = run_training(f.config, file_task_built(f, task_name, task_options), settings)
+    if out is not None:
+        save_run(result, out, task_options, f.metadata.get("provenance"), task=task_name)
+    return result, task_name

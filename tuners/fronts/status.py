@@ -1,0 +1,90 @@
+"""The state of a sweep as plain data: trials by outcome, front, hypervolume, time per trial."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import optuna
+
+from searchspace.study import Budget
+from tuners.fronts.objectives import direction_names
+from tuners.fronts.pareto import hypervolume, reference_point
+from tuners.fronts.seeds import front_entry, groups_of, parent_of, pareto_front_groups
+from tuners.store import keys
+from tuners.store.budget import ended
+from tuners.store.record import record_of
+from tuners.store.record_read import ReadTrial, RecordReader, collector_paused
+
+
+def read_trials(ot_study: optuna.Study, storage: Any) -> list[ReadTrial]:
+    """Every trial of ``ot_study`` in ``storage`` (the Optuna storage it was loaded from) as (record, parent),
+    read in bulk: no FrozenTrial is built."""
+    return RecordReader(storage, storage.get_study_id_from_name(ot_study.study_name)).read()
+
+
+def study_status(ot_study: optuna.Study, trials: list[ReadTrial] | None = None) -> dict[str, Any]:
+    """``lwnas status``'s figures, from ``trials`` (``read_trials``) or else Optuna's view of the study."""
+    # the collector's full passes over 100,000 trials' records cost 3x the figures themselves (2 s of 3)
+    with collector_paused():
+        return _figures(ot_study, trials)
+
+
+def _figures(ot_study: optuna.Study, trials: list[ReadTrial] | None) -> dict[str, Any]:
+    if trials is None:
+        trials = [ReadTrial(record_of(t), parent_of(t)) for t in ot_study.get_trials(deepcopy=False)]
+    records = [t.record for t in trials]
+    names = ot_study.metric_names or [f"objective_{i}" for i in range(len(ot_study.directions))]
+    directions = direction_names(ot_study.directions)
+    objectives = list(zip(names, directions))
+    outcomes: dict[str, int] = {}
+    for r in records:
+        outcomes[r.outcome] = outcomes.get(r.outcome, 0) + 1
+    # the front and hypervolume of the seed means (one point per trial where no trial was repeated)
+    groups = groups_of(records, {t.record.number: t.parent for t in trials})
+    means = [g.record for g in groups]
+    ref = reference_point(means, objectives)
+    timed = [r.wall_time for r in records if r.wall_time is not None]
+    front = pareto_front_groups(groups, directions)
+    return {
+        "study": ot_study.study_name,
+        "trials": len(records),
+        "outcomes": outcomes,
+        "objectives": names,
+        "directions": directions,
+        "reference_point": ref,
+        "hypervolume": hypervolume(means, objectives, ref),
+        "front": [
+            {
+                **front_entry(g, names),
+                **({"latency_device": g.record.costs["latency_device"]} if "latency_device" in g.record.costs else {}),
+            }
+            for g in front
+        ],
+        "latency_devices": latency_devices(records),
+        "seconds_per_trial": sum(timed) / len(timed) if timed else None,
+        "timed_trials": len(timed),
+        "rejected": ot_study.user_attrs.get(keys.STUDY_REJECTED),
+        **budget_status(ot_study),
+    }
+
+
+def budget_status(ot_study: optuna.Study) -> dict[str, Any]:
+    """The budget in force, its raises, why the last driver ended (None before lwnas recorded it), and the
+    runs of `lwnas confirm`."""
+    spec_budget = (ot_study.user_attrs.get(keys.STUDY_SPEC) or {}).get("budget") or {}
+    budget = ot_study.user_attrs.get(keys.STUDY_BUDGET, spec_budget.get("trials", Budget().trials))
+    return {
+        "budget": budget,
+        "budget_changes": ot_study.user_attrs.get(keys.STUDY_BUDGET_CHANGES, []),
+        "ended": ended(ot_study),
+        "confirmations": ot_study.user_attrs.get(keys.STUDY_CONFIRMATIONS, []),
+    }
+
+
+def latency_devices(records: list) -> dict[str, list[int]]:
+    """Which device and machine measured the latencies of which trials (more than one: not comparable)."""
+    out: dict[str, list[int]] = {}
+    for r in records:
+        if "latency_device" in r.costs:
+            out.setdefault(str(r.costs["latency_device"]), []).append(r.number)
+    return out

@@ -1,0 +1,228 @@
+"""Studies checked against their task and the cost model (what ``searchspace`` alone cannot know).
+
+``open_study`` reads a study knowing the built-in tasks (so ``family`` may be left out);
+``check_study`` adds the task's checks (family, metric names and directions) and costs a sample of
+points, reporting constraints that none of them meets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from searchspace.domains import Choice, IntRange
+from searchspace.space import Knob, Point, SearchSpace
+from searchspace.study import COST_METRICS, Study, StudyError, load_study
+from trainers.tasks import Task, resolve_task
+from trainers.tasks.base import absolute_path_options, task_class
+from tuners.planning.costs import StaticCosts, Verdict
+
+
+def task_family(name: str) -> str | None:
+    """The model family of a built-in task or of a plugin class that declares one.
+
+    Raises ValueError for a name that is neither a built-in task nor a loadable plugin.
+    """
+    family = getattr(task_class(name), "family", None)
+    return family if isinstance(family, str) and family else None
+
+
+def open_study(path: str | Path) -> Study:
+    """A study file, read and checked, with its task's path options made absolute (see ``absolute_paths``)."""
+    return absolute_paths(load_study(path, task_family=task_family))
+
+
+def absolute_paths(study: Study) -> Study:
+    """The study with its task's path options resolved against the study file's folder.
+
+    A relative `path` then names the same file from any working directory and in Ray's workers (whose
+    working directory is a trial folder), and it travels to them absolute in the study's spec. A path
+    that names nothing is a located error now, not a failure of every trial later.
+    """
+    if not study.task_options or study.path is None:
+        return study
+    try:
+        options, missing = absolute_path_options(study.task, study.task_options, study.path.parent)
+    except ValueError:  # the task itself does not resolve; make_task reports it with its line
+        return study
+    if missing:
+        raise StudyError(
+            [
+                (
+                    study.where(("task_options", key)),
+                    f"no such file or directory: {options[key]} (relative paths start at the study file's folder)",
+                )
+                for key in missing
+            ]
+        )
+    return replace(study, task_options=options, source={**study.source, "task_options": options})
+
+
+def with_data(study: Study, data: Path | None) -> Study:
+    """The study with ``lwnas sweep --data PATH`` as its task's `path` option (absolute, so workers find it)."""
+    if data is None:
+        return study
+    if "path" not in getattr(task_class(study.task), "path_options", ()):
+        raise StudyError(
+            [
+                (
+                    "--data",
+                    f"task `{study.task}` reads no data path; --data serves the tasks that read "
+                    f"your data ({', '.join(data_tasks())})",
+                )
+            ]
+        )
+    if not data.exists():
+        raise StudyError([("--data", f"no such file or directory: {data}")])
+    options = {**study.task_options, "path": str(data.resolve())}
+    return replace(study, task_options=options, source={**study.source, "task_options": options})
+
+
+def data_tasks() -> tuple[str, ...]:
+    from trainers.tasks import DATA_TASKS
+
+    return DATA_TASKS
+
+
+def make_task(study: Study) -> Task:
+    """The study's task, constructed (a plugin's constructor runs: sweeps and training need its data)."""
+    try:
+        return resolve_task(study.task, **study.task_options)
+    except (ValueError, TypeError) as exc:
+        raise StudyError([(study.where(("task",)), str(exc))]) from None
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A study ready to sweep: its task built once (data loaded) and its static-cost model. The command line
+    builds it to check the study, and the driver sweeps with the same objects instead of building them again."""
+
+    study: Study
+    task: Task
+    costs: StaticCosts
+
+
+def prepare(study: Study) -> Prepared:
+    """The study's task and cost model, built once."""
+    task = make_task(study)
+    return Prepared(study, task, StaticCosts(study, task))
+
+
+def task_for_checks(study: Study) -> tuple[Task | type, Task | None]:
+    """What validation checks a study against, without calling anything a plugin names.
+
+    Returns ``(described, task)``: a built-in task is constructed (lwnas's own code) and is both; a
+    plugin is only its class, checked against the Task protocol, and ``task`` is None (its input sizes
+    are then the study's own, as constructing it could run anything).
+    """
+    from trainers.tasks import BUILTIN_TASKS
+
+    if study.task in BUILTIN_TASKS:
+        cls = BUILTIN_TASKS[study.task]
+        if cls.family and "path" in cls.path_options and "path" not in study.task_options:
+            # a study shipped without its data (`lwnas sweep --data` gives it): checked against the class,
+            # costed at the study's own input sizes; with a path, at the sizes the data fixes. (`features`,
+            # whose family the data decides, still needs its data to be checked.)
+            return cls, None
+        task = make_task(study)
+        return task, task
+    try:
+        return task_class(study.task), None
+    except ValueError as exc:
+        raise StudyError([(study.where(("task",)), str(exc))]) from None
+
+
+def task_problems(study: Study, task: Task) -> list[tuple[str, str]]:
+    """The study's family and objectives against what the task trains and reports."""
+    problems = []
+    if task.family and task.family != study.family:  # a plugin class may leave its family to the study
+        problems.append(
+            (
+                study.where(("family",)),
+                f"task `{study.task}` trains family `{task.family}`, but the study says `{study.family}`",
+            )
+        )
+    metrics = {task.metric: task.direction, **getattr(task, "metrics", {})}
+    as_mapping = isinstance(study.source.get("objectives"), dict)
+    for i, objective in enumerate(study.objectives):
+        if objective.is_cost:
+            continue
+        where = study.where(("objectives", objective.metric if as_mapping else i))
+        if objective.metric not in metrics:
+            problems.append(
+                (
+                    where,
+                    f"task `{study.task}` reports no metric `{objective.metric}`; it reports "
+                    f"{', '.join(sorted(metrics))} (and the costs {', '.join(COST_METRICS)})",
+                )
+            )
+        elif metrics[objective.metric] != objective.direction:
+            problems.append(
+                (where, f"`{objective.metric}` should be {metrics[objective.metric]}d, not {objective.direction}d")
+            )
+    return problems
+
+
+@dataclass(frozen=True)
+class CostedPoint:
+    point: Point
+    verdict: Verdict
+
+
+def low_corner(space: SearchSpace) -> dict:
+    """Params of the point with every searched knob at its first value, numbers at their lowest.
+
+    Usually the cheapest point, so a constraint it meets is not reported as unsatisfiable.
+    """
+
+    def lowest(knob: Knob):
+        d = knob.domain
+        if isinstance(d, IntRange):
+            return d.low
+        if isinstance(d, Choice) and all(isinstance(v, int) for v in d.choices):
+            return min(d.choices)
+        return d.at(0)
+
+    return space.active_params(space.effective(lowest))
+
+
+def cost_sample(
+    study: Study, static: StaticCosts, n: int, seed: int = 0, step: Callable[[], None] | None = None
+) -> list[CostedPoint]:
+    """The low corner plus ``n - 1`` random points of the space, each with its static costs."""
+    rng = np.random.default_rng(seed)
+    params = [low_corner(study.space)] + [study.space.sample(rng) for _ in range(max(0, n - 1))]
+    out = []
+    for p in params:
+        point = study.space.resolve(p)
+        out.append(CostedPoint(point, static.verdict(point.config)))
+        if step:
+            step()
+    return out
+
+
+def constraint_problems(study: Study, sample: list[CostedPoint]) -> list[tuple[str, str]]:
+    """Constraints that no sampled point meets (each on its own, then all together)."""
+    problems = []
+    for constraint in study.constraints:
+        values = [c.verdict.costs[constraint.metric] for c in sample]
+        if all(constraint.violation(v) > 0 for v in values):
+            problems.append(
+                (
+                    study.where(("constraints", constraint.metric)),
+                    f"no point meets {constraint.describe()}: across {len(sample)} sampled points "
+                    f"(including the smallest widths) {constraint.metric} runs from {min(values):,.0f} "
+                    f"to {max(values):,.0f}",
+                )
+            )
+    if not problems and study.constraints and not any(c.verdict.feasible for c in sample):
+        problems.append(
+            (
+                study.where(("constraints",)),
+                f"no sampled point meets all constraints together ({len(sample)} points tried)",
+            )
+        )
+    return problems

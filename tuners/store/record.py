@@ -1,0 +1,238 @@
+"""The trial record: what the driver decided for one trial, and what storage says about it since.
+
+The driver resolves and costs a point once (``tuners/driver/searcher.py``) and the record it builds is the
+only thing that crosses to the worker: the exact configuration (already adapted to the task), the
+complete training settings (seed and threads included), the task and its options, and the static
+costs. The worker (``tuners/driver/trainable.py``) trains exactly that; ``lwnas status``, ``lwnas export``
+and the dashboard read the same type back from storage (``tuners.store.record.record_of``).
+
+Plain data only: this module imports neither torch nor Ray, so the dashboard and the CLI read it cheaply.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tuners.store.keys import (
+    CONFIG,
+    COSTS,
+    FAILURE,
+    HOST,
+    NODE,
+    OUTCOME,
+    PLAN,
+    SEED,
+    SEED_CONFIG,
+    TASK,
+    TASK_OPTIONS,
+    TRAINING,
+    WALL_TIME,
+    epochs_of,
+    plain,
+)
+from tuners.store.outcomes import Outcome
+
+
+class StoredEpochs(Sequence):
+    """A trial's per-epoch records as storage holds them, decoded the first time one is read.
+
+    ``tuners.store.record_read`` puts one in ``TrialRecord.epochs``: the dashboard's table of 100,000 trials
+    needs only how many epochs each trained (``len`` does not decode), and epoch records are most of a
+    study's bytes. It equals the list ``storage.epochs_of`` gives (and compares equal to it).
+    """
+
+    __slots__ = ("_text", "_count", "_items")
+
+    def __init__(self, text: str, count: int):
+        self._text, self._count = text, count  # the "epoch:NNNN": {...} members of a JSON object, comma-joined
+        self._items: list[dict[str, Any]] | None = None
+
+    def _decoded(self) -> list[dict[str, Any]]:
+        if self._items is None:
+            import orjson
+
+            text = "{" + self._text + "}"
+            try:
+                attrs = orjson.loads(text)
+            except orjson.JSONDecodeError:  # NaN or Infinity, as Python's json.dumps stores them
+                attrs = json.loads(text)
+            self._items = epochs_of(attrs)
+        return self._items
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._decoded()[index]
+
+    def __iter__(self):
+        return iter(self._decoded())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, StoredEpochs)):
+            return self._decoded() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # like the list it stands for
+
+    def __repr__(self) -> str:
+        return repr(self._decoded())
+
+    def __reduce__(self):
+        return StoredEpochs, (self._text, self._count)
+
+
+# the fields the driver decides; exactly these travel to the worker
+PLANNED = ("number", "config", "training", "task", "task_options", "seed", "costs")
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """One trial: the point the driver planned (first block) and its outcome as storage holds it.
+
+    A study written by an earlier lwnas kept its training settings and task in the
+    study only: there ``task`` and ``seed`` are None and ``training`` holds the sampled settings alone
+    (``tuners.export.configs.trial_settings`` completes them from the study).
+    """
+
+    number: int
+    config: dict[str, Any]  # the ArchConfig as a dict, adapted to the task: what the worker builds
+    training: dict[str, Any]  # every training setting the trial runs with (TrainSettings.to_dict())
+    task: str | None = None
+    task_options: dict[str, Any] = field(default_factory=dict)
+    seed: int | None = None
+    costs: dict[str, float] = field(default_factory=dict)  # {"params": ..., "madds": ..., "memory": ...}
+    # what storage adds while the trial runs and when it ends
+    state: str = "RUNNING"  # Optuna's: COMPLETE, PRUNED, FAIL, RUNNING, WAITING
+    outcome: str = "running"
+    values: list[float] | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    constraints: dict[str, float] = field(default_factory=dict)
+    epochs: Sequence[dict[str, Any]] = field(default_factory=list)  # a list, or StoredEpochs read undecoded
+    wall_time: float | None = None
+    host: str | None = None
+    node: str | None = None
+    failure: str | None = None
+    seed_config: str | None = None
+    datetime_start: Any = None
+    datetime_complete: Any = None
+
+    __hash__ = None  # dict fields: records compare by value but are not hashable
+
+    @property
+    def feasible(self) -> bool:
+        return all(v <= 0 for v in self.constraints.values())
+
+    @property
+    def planned(self) -> bool:
+        """Whether the driver recorded the whole plan (studies from earlier versions did not)."""
+        return self.task is not None and self.seed is not None
+
+    def for_worker(self) -> dict[str, Any]:
+        """The planned fields as plain data: what the Ray trial's config carries to the worker."""
+        return {name: getattr(self, name) for name in PLANNED}
+
+    @classmethod
+    def from_worker(cls, data: dict[str, Any]) -> TrialRecord:
+        """The record a worker received (``for_worker``'s output)."""
+        missing = [name for name in PLANNED if name not in data]
+        if missing:
+            raise ValueError(f"a trial record needs {', '.join(missing)}; got keys {sorted(data)}")
+        return cls(**{name: data[name] for name in PLANNED})
+
+
+def trial_seed(study_seed: int, number: int) -> int:
+    """The training seed of trial ``number``: distinct per trial, reproducible from the study."""
+    return study_seed + number
+
+
+def trial_training(study: Any, point_training: dict[str, Any], seed: int, cpus: float) -> dict[str, Any]:
+    """The training settings of a trial before defaults: threads, the study's, the point's, epochs and seed.
+
+    Threads default to the trial's Ray CPU reservation: on CPU the thread count can change the order of
+    floating-point sums, and with it the last digits of the result.
+    """
+    return {
+        "threads": max(1, int(cpus)),
+        **study.training,
+        **point_training,
+        "epochs": study.budget.epochs,
+        "seed": seed,
+    }
+
+
+def record_of(trial: Any) -> TrialRecord:
+    """A TrialRecord from an Optuna FrozenTrial (written by this lwnas or an earlier one)."""
+    return record_from(
+        trial.number,
+        trial.state.name,
+        trial.values,
+        trial.params,
+        trial.user_attrs,
+        trial.constraints,
+        trial.datetime_start,
+        trial.datetime_complete,
+    )
+
+
+def record_from(
+    number: int,
+    state: str,
+    values: Any,
+    params: dict[str, Any],
+    attrs: dict[str, Any],
+    constraints: dict[str, float],
+    datetime_start: Any = None,
+    datetime_complete: Any = None,
+    epochs: Any = None,
+) -> TrialRecord:
+    """A TrialRecord from a trial's parts: ``record_of``'s work, shared with ``tuners.store.record_read``, which
+    builds records straight from storage rows without a FrozenTrial in between (and passes ``epochs``
+    still undecoded, a ``record.StoredEpochs``, instead of the ``epoch:`` keys in ``attrs``)."""
+    plan = attrs.get(PLAN) or attrs  # one attribute now; studies from before it hold each field alone
+    default_outcome = {"COMPLETE": Outcome.COMPLETE, "PRUNED": Outcome.PRUNED, "FAIL": Outcome.FAILED}.get(state)
+    default_outcome = default_outcome.value if default_outcome else state.lower()  # running, waiting
+    return TrialRecord(
+        number=number,
+        config=plan.get(CONFIG, {}),
+        training=plan.get(TRAINING, {}),
+        task=plan.get(TASK),
+        task_options=plan.get(TASK_OPTIONS, {}),
+        seed=plan.get(SEED),
+        costs=plan.get(COSTS, {}),
+        state=state,
+        outcome=attrs.get(OUTCOME, default_outcome),
+        values=list(values) if values is not None else None,
+        params=dict(params),
+        constraints=dict(constraints),
+        epochs=epochs_of(attrs) if epochs is None else epochs,
+        wall_time=attrs.get(WALL_TIME),
+        host=attrs.get(HOST),
+        node=attrs.get(NODE),
+        failure=attrs.get(FAILURE),
+        seed_config=attrs.get(SEED_CONFIG),
+        datetime_start=datetime_start,
+        datetime_complete=datetime_complete,
+    )
+
+
+def planned_attrs(record: TrialRecord) -> dict[str, Any]:
+    """The user attributes the driver writes for a planned trial (``record_of`` reads them back).
+
+    One attribute, not one per field: each attribute is a transaction of its own through Optuna's storage
+    API (read the trial, write, commit), so six keys cost five more transactions per trial than one."""
+    return {
+        PLAN: plain(
+            {
+                CONFIG: record.config,
+                TRAINING: record.training,
+                TASK: record.task,
+                TASK_OPTIONS: record.task_options,
+                SEED: record.seed,
+                COSTS: record.costs,
+            }
+        )
+    }
