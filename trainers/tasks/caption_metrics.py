@@ -19,7 +19,7 @@ from .ptb_tokenizer import ptb_tokenize
 Sentence = Sequence[Hashable]
 
 
-def ngrams(words: Sentence, n: int) -> Counter:
+def ngrams(words: Sentence, n: int) -> Counter[tuple[Hashable, ...]]:
     return Counter(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
 
 
@@ -37,7 +37,7 @@ def bleu(hypotheses: Sequence[Sentence], references: Sequence[Sequence[Sentence]
         ref_len += min((abs(len(r) - len(hyp)), len(r)) for r in refs)[1]
         for n in range(1, max_n + 1):
             counts = ngrams(hyp, n)
-            most: Counter = Counter()
+            most: Counter[tuple[Hashable, ...]] = Counter()
             for r in refs:
                 most |= ngrams(r, n)  # per n-gram, the most any one reference holds
             correct[n - 1] += sum(min(c, most[g]) for g, c in counts.items())

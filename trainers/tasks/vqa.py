@@ -27,7 +27,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .base import Split, Task, batches
+from .base import Batch, Split, Task, batches
 from .lazy import ArrayRows
 from .prepared import fingerprint, load_array, load_json, needs_path, positive_option, prepared, save_json
 from .regions import build_index, feature_source, load_index, missing_hint, source_files
@@ -96,7 +96,8 @@ class VQA(Task):
         """(question id, image key, question words, the annotators' answers as given) of one split's files."""
         qs = field(read_json(questions, "vqa"), "questions", list, f"vqa: {questions}")
         anns = field(read_json(annotations, "vqa"), "annotations", list, f"vqa: {annotations}")
-        answers, annotated_at = {}, {}
+        answers: dict[int, list[str]] = {}
+        annotated_at: dict[int, int] = {}  # question id -> its index in `annotations`
         for i, a in enumerate(anns):
             where = f"vqa: {annotations}: annotations[{i}]"
             given = field(a, "answers", list, where)
@@ -107,7 +108,8 @@ class VQA(Task):
                 )
             annotated_at[qid] = i
             answers[qid] = [field(g, "answer", str, f"{where}.answers[{j}]") for j, g in enumerate(given)]
-        out, asked_at = [], {}
+        out = []
+        asked_at: dict[int, int] = {}  # question id -> its index in `questions`
         for i, q in enumerate(qs):
             where = f"vqa: {questions}: questions[{i}]"
             qid = field(q, "question_id", int, where)
@@ -203,7 +205,7 @@ class VQA(Task):
             del out[name]["boxes"]  # MCAN reads no boxes
         return out
 
-    def _target(self, batch: Split) -> torch.Tensor:
+    def _target(self, batch: Batch) -> torch.Tensor:
         """(B, answers) each answer's soft score (0.3 / 0.6 / 0.9 / 1 of ten annotators), normalised to sum 1."""
         ids, scores = batch["answer_ids"].long(), batch["answer_targets"]
         target = torch.zeros(len(ids), len(self.meta["answers"]) + 1, device=ids.device)  # last column: -1 ids
