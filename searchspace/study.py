@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .config import FAMILIES
 from .errors import ConfigError, did_you_mean, shown
@@ -22,7 +22,10 @@ from .training import STUDY_TRAINING_KEYS, training_value_problem
 from .yamlsource import YamlProblem, line_of, load_located, loads_located
 
 COST_METRICS = ("params", "madds", "memory", *LATENCY_METRICS)  # latency*: measured ms (latency_settings)
-DIRECTIONS = ("maximize", "minimize")
+Direction = Literal["maximize", "minimize"]
+MAXIMIZE: Direction = "maximize"
+MINIMIZE: Direction = "minimize"
+DIRECTIONS: tuple[Direction, ...] = (MAXIMIZE, MINIMIZE)
 SAMPLERS = ("nsga2", "tpe", "gp", "random", "nni-tpe", "nni-evolution")
 SCHEDULERS = ("none", "mo-asha")
 WINDOWED_SAMPLERS = ("tpe", "gp")  # samplers whose ask reads every finished trial: they get a window
@@ -56,8 +59,14 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 
 @dataclass(frozen=True)
 class Objective:
+    """One objective of a study, the one shape objectives travel in from this parser to the dashboard.
+
+    A study stores its objectives as ``[[metric, direction], ...]`` (``tuners.fronts.objectives``
+    encodes and decodes that, and holds every sign flip, dominance test and hypervolume).
+    """
+
     metric: str
-    direction: str  # maximize | minimize
+    direction: Direction
 
     @property
     def is_cost(self) -> bool:
