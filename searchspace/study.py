@@ -334,7 +334,7 @@ def _objectives(raw: Any, problems: list) -> tuple[Objective, ...]:
         for key in extra:
             problems.append(((*where, key), f"unknown key{did_you_mean(str(key), ('metric', 'direction'))}"))
         metric = item["metric"]
-        default = "minimize" if metric in COST_METRICS else "maximize"
+        default: Direction = MINIMIZE if metric in COST_METRICS else MAXIMIZE
         direction = item.get("direction") or default
         if direction not in DIRECTIONS:
             problems.append((where, f"direction must be maximize or minimize, got {shown(direction)}"))
