@@ -218,10 +218,11 @@ def story(cluster: NetnsCluster, tmp_path_factory) -> Story:
 
     # while the heartbeat goes stale: the client host reads the study, which stands still
     s.mark("resume on w1 refused")
+    # (at once: each of them spends most of its time starting Python)
+    byod = _start_head_local_data_sweep(c, work, url, address)
     s.reads = _client_reads(c, work, url)
-    s.mark("client reads done")
-    s.byod = _head_local_data_sweep(c, work, url, address)
-    s.mark("head-local data refused")
+    s.byod = c.finish(byod, work / "byod.log", timeout=STEP_S)
+    s.mark("client reads done, head-local data refused")
     wait(lambda: (lease_age(c) or 0) > STALE_S + 1, "stale lease", timeout=STALE_S + 60)
     s.mark("lease stale: resume on w1")
 
@@ -254,28 +255,27 @@ def story(cluster: NetnsCluster, tmp_path_factory) -> Story:
 
 
 def _client_reads(c: NetnsCluster, work: Path, url: str) -> dict:
-    """What the client host reads of the study: status, export, the dashboard; and storage read meanwhile."""
+    """What the client host reads of the study: status, export and the dashboard; and storage, before and after."""
     reads: dict = {"trials": read_trials(url, NAME)}
+    app = Path(__file__).resolve().parents[1] / "dashboards" / "app.py"
+    shown = min(n for n, t in reads["trials"].items() if t.state == COMPLETE)  # the trial the detail view opens
+    dashboard_log = work / "dashboard.log"
+    dashboard = c.popen(
+        "client", [sys.executable, "-c", DASHBOARD, str(app), str(shown)], dashboard_log, env={"LWNAS_STORAGE": url}
+    )
     reads["status"] = c.run("client", ["lwnas", "status", NAME, "--storage", url, "--json"], work / "status.log")
     exported = work / "exported"
     reads["export"] = c.run(
         "client", ["lwnas", "export", NAME, "--storage", url, "-o", str(exported)], work / "export.log"
     )
     reads["exported"] = {p.name: yaml.safe_load(p.read_text()) for p in sorted(exported.glob("*.yaml"))}
-    app = Path(__file__).resolve().parents[1] / "dashboards" / "app.py"
-    shown = min(n for n, t in reads["trials"].items() if t.state == COMPLETE)  # the trial the detail view opens
-    reads["dashboard"] = c.run(
-        "client",
-        [sys.executable, "-c", DASHBOARD, str(app), str(shown)],
-        work / "dashboard.log",
-        env={"LWNAS_STORAGE": url},
-    )
+    reads["dashboard"] = c.finish(dashboard, dashboard_log, timeout=STEP_S)
     reads["trials_after"] = read_trials(url, NAME)
     return reads
 
 
-def _head_local_data_sweep(c: NetnsCluster, work: Path, url: str, address: str) -> tuple[int, str]:
-    """`lwnas sweep` on the head of a `features` study whose data sits on the head's own disk."""
+def _start_head_local_data_sweep(c: NetnsCluster, work: Path, url: str, address: str):
+    """Start `lwnas sweep` on the head of a `features` study whose data sits on the head's own disk."""
     data = c.local / "mine.npz"  # the head's node-local folder: the workers have their own, without it
     script = (
         "import numpy as np, sys; rng = np.random.default_rng(0); "
@@ -287,7 +287,7 @@ def _head_local_data_sweep(c: NetnsCluster, work: Path, url: str, address: str) 
     study["task_options"] = {"path": str(data)}
     (work / "byod.yaml").write_text(yaml.safe_dump(study, sort_keys=False))
     sweep = ["lwnas", "sweep", "byod.yaml", "--address", address, "--storage", url]
-    return c.run("head", sweep, work / "byod.log", cwd=work)
+    return c.popen("head", sweep, work / "byod.log", cwd=work)
 
 
 # ---- 1. trials ran on the workers, and their records say which --------------------------------------------

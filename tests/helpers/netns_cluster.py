@@ -388,13 +388,16 @@ class NetnsCluster:
     ) -> tuple[int, str]:
         """Run ``cmd`` on ``node`` to its end: (exit code, its output). Raises ClusterError on timeout."""
         start = log.stat().st_size if log.exists() else 0
-        proc = self.popen(node, cmd, log, cwd, env)
+        return self.finish(self.popen(node, cmd, log, cwd, env), log, timeout, start)
+
+    def finish(self, proc: subprocess.Popen, log: Path, timeout: float = 600, start: int = 0) -> tuple[int, str]:
+        """Wait for ``proc`` (from ``popen``) to end: (exit code, what it wrote to ``log`` from byte ``start``)."""
         try:
             rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            raise ClusterError(f"`{' '.join(cmd)}` on {node} did not end in {timeout:.0f} s:\n{tail(log)}") from None
+            raise ClusterError(f"{proc.args!r} did not end in {timeout:.0f} s:\n{tail(log)}") from None
         with open(log, "rb") as f:
             f.seek(start)
             return rc, f.read().decode(errors="replace")
