@@ -72,8 +72,10 @@ def values(array) -> list:
 
 
 def shown(text: str) -> str:
-    """Markdown source as the reader sees it (text from storage reaches the page backslash-escaped)."""
-    return re.sub(r"\\(.)", r"\1", text)
+    """Markdown source as the reader sees it (text from storage reaches the page backslash-escaped, and a word
+    Markdown would turn into a link as inline code)."""
+    parts = re.split(r"(?<!\\)(`+)( ?)(.*?)\2\1(?!`)", text)  # text, fence, pad, code, text, ...
+    return "".join(re.sub(r"\\(.)", r"\1", p) if i % 4 == 0 else p if i % 4 == 3 else "" for i, p in enumerate(parts))
 
 
 def trials_table(at: AppTest):
