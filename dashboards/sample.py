@@ -1,8 +1,8 @@
 """A synthetic sweep written straight into storage, for trying the dashboard, its tests and its bench.
 
 The trials carry exactly the record a real sweep writes (``tuners.store.keys``, Optuna constraints,
-the outcome mapping of ``tuners.driver.searcher``), but nothing is trained: configurations are drawn from the
-quickstart space and resolved by ``ArchConfig`` (every knob of ``searchspace/knobs.py``), the metrics
+the outcome mapping of ``tuners.driver.searcher``), but nothing is trained: configurations are drawn from a
+space derived from the knob table (``sample_space``) and resolved by ``ArchConfig``, the metrics
 come from a made-up formula, and the trials are written in batches (``tuners.store.bulk_write``), so 5,000
 trials take seconds and 100,000 a few minutes (docs/performance.md).
 
@@ -24,8 +24,10 @@ import optuna
 from optuna.trial import TrialState
 
 from searchspace.convert import optuna_search_space
-from searchspace.knobs import TRAINING
+from searchspace.knobs import ARCH
 from searchspace.space import SearchSpace
+from searchspace.space_check import checked_space
+from searchspace.training import TrainSettings
 from tuners.fronts.objectives import worst_value
 from tuners.store import keys
 from tuners.store.bulk_write import insert_trials
@@ -36,30 +38,41 @@ from tuners.store.record import TrialRecord, planned_attrs, trial_seed, trial_tr
 MAX_PARAMS = 80_000  # the constraint: larger points are infeasible and never trained
 EPOCHS = 10
 DIRECTIONS = {"accuracy": "maximize", "params": "minimize", "madds": "minimize"}
-# The quickstart study's space (studies/quickstart.yaml) on the digits task's 4x4 grid of 2x2 patches.
-# Points are drawn from it and resolved through ArchConfig, so every knob of the table (searchspace/knobs.py)
-# is in each trial's record, as in a real sweep's.
-SPACE = SearchSpace.from_dict(
-    {
-        "d_model": {"choice": [32, 64]},
-        "heads": 4,
-        "layers": {"int": [1, 2]},
-        "g_mha": {"choice": [True, False]},
-        "g_ffn": {"choice": [True, False]},
-        "groups": {"choice": [2, 4]},
-        "weight_sharing": {"choice": [True, False]},
-        "layer_sharing": {"choice": ["none", "albert"]},
-        "attention": {"choice": ["standard", "coupled"]},
-        "pooling": {"choice": ["mean", "sketch"]},
-        "sketch_n": {"int": [2, 8]},
-        "sketch_k": {"choice": [4, 8]},
-        "lr": {"float": [5e-4, 5e-3], "log": True},
-        "grid": [4, 4],
-        "patch_features": 4,
-        "num_classes": 10,
-    },
-    family="encoder",
-)
+FAMILY = "encoder"
+# Knobs the sample draws over a range of its own: the quickstart study's widths, depths and learning rate
+# (studies/quickstart.yaml), T-EMDE's sketch against mean pooling, and ACORT's sharing by pattern family.
+RANGES: dict[str, Any] = {
+    "d_model": {"choice": [32, 64]},
+    "heads": 4,
+    "layers": {"int": [1, 2]},
+    "groups": {"choice": [2, 4]},
+    "layer_sharing": {"choice": ["none", "albert"]},
+    "pooling": {"choice": ["mean", "sketch"]},
+    "sketch_n": {"int": [2, 8]},
+    "sketch_k": {"choice": [4, 8]},
+    "lr": {"float": [5e-4, 5e-3], "log": True},
+}
+DIGITS = {"grid": [4, 4], "patch_features": 4, "num_classes": 10}  # the digits task's 4x4 grid of 2x2 patches
+
+
+def sample_space(family: str = FAMILY) -> dict[str, Any]:
+    """The sample's ``space`` mapping, derived from the knob table: every true/false and choice knob of
+    ``family`` over its whole domain (so a knob added to the table is drawn too), the ``RANGES`` above, and
+    the digits task's input sizes. Every other knob keeps its default, and every knob is in each record."""
+    space: dict[str, Any] = {}
+    for knob in ARCH:
+        if knob.name == "family" or knob.input_size or family not in knob.families:
+            continue
+        if knob.kind == "bool":
+            space[knob.name] = {"choice": [True, False]}
+        elif knob.kind == "choice":
+            space[knob.name] = {"choice": list(knob.choices)}
+    return {**space, **RANGES, **DIGITS}
+
+
+# Points are drawn from it and resolved through ArchConfig, so every knob of the table is in each trial's
+# record, as in a real sweep's; the space is checked like a study's (every point valid).
+SPACE: SearchSpace = checked_space(sample_space(), FAMILY)
 DISTRIBUTIONS = optuna_search_space(SPACE)
 STUDY_SEED = 0
 # what trial_training reads of the study: the sample study's training section, epochs and seed
@@ -96,7 +109,8 @@ def costs_of(p: dict[str, Any]) -> dict[str, float]:
     """Made-up but plausible parameter and MAdds counts (the shape of the real cost model)."""
     d, g = p["d_model"], p.get("groups", 1)
     shared_groups = g if p.get("weight_sharing") else 1
-    attention = d * d + 3 * d * d // ((g if p["g_mha"] else 1) * (shared_groups if p["g_mha"] else 1))
+    projections = 3 if p.get("attention_sharing", "none") == "none" else 2  # ACORT: qk / kv share one
+    attention = d * d + projections * d * d // ((g if p["g_mha"] else 1) * (shared_groups if p["g_mha"] else 1))
     ffn = 4 * d * d + 4 * d * d // (g if p["g_ffn"] else 1)
     distinct = 1 if p["layer_sharing"] == "albert" else p["layers"]
     sketch = d * p["sketch_n"] * p["sketch_k"] * 8 if p["pooling"] == "sketch" else 0
@@ -156,7 +170,7 @@ def make_trial(
     point = SPACE.resolve(p)
     # the record the driver plans (tuners/driver/searcher.py): every training setting, the task and the seed
     seed = trial_seed(STUDY_SEED, number)
-    training = {**{k.name: k.default for k in TRAINING}, **trial_training(SETTINGS, point.training, seed, 1)}
+    training = {**TrainSettings().to_dict(), **trial_training(SETTINGS, point.training, seed, 1)}
     record = TrialRecord(
         number=number, config=point.config.to_dict(), training=training, task="digits", seed=seed, costs=costs
     )

@@ -76,6 +76,17 @@ class Condition:
 
         return " or ".join(" and ".join(one(k, v) for k, v in clause) for clause in self.clauses)
 
+    def negation(self) -> str:
+        """What makes the condition fail, for a message: ``g_mha and g_ffn to false`` where every clause
+        is one knob at one true/false value (``[{g_mha: true}, {g_ffn: true}]``), else ``the knobs so that
+        not (...)``."""
+        single = [clause[0] for clause in self.clauses if len(clause) == 1 and len(clause[0][1]) == 1]
+        values = [allowed[0] for _, allowed in single]
+        same_bool = all(v is True for v in values) or all(v is False for v in values)
+        if len(single) == len(self.clauses) and same_bool:
+            return f"{' and '.join(knob for knob, _ in single)} to {show_value(not values[0])}"
+        return f"the knobs so that not ({self.describe()})"
+
     def to_dict(self) -> Any:
         mappings = [{k: (list(v) if len(v) > 1 else v[0]) for k, v in clause} for clause in self.clauses]
         return mappings[0] if len(mappings) == 1 else mappings

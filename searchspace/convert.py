@@ -53,7 +53,9 @@ def optuna_suggest(space: SearchSpace) -> Callable[[Any], dict[str, Any]]:
                 return trial.suggest_categorical(knob.name, list(d.choices))
             if isinstance(d, IntRange):
                 return trial.suggest_int(knob.name, d.low, d.high, step=d.step, log=d.log)
-            return trial.suggest_float(knob.name, float(d.low), float(d.high), log=d.log)
+            if isinstance(d, FloatRange):
+                return trial.suggest_float(knob.name, float(d.low), float(d.high), log=d.log)
+            raise TypeError(f"{knob.name} is fixed, not searched")  # `effective` never asks for a fixed value
 
         return space.active_params(space.effective(choose))
 
@@ -86,7 +88,7 @@ def to_ray(space: SearchSpace) -> dict[str, Any]:
                 out[knob.name] = tune.qrandint(d.low, d.high, d.step)  # grid of multiples of step
             else:
                 out[knob.name] = tune.choice(d.values())
-        else:
+        elif isinstance(d, FloatRange):
             out[knob.name] = (tune.loguniform if d.log else tune.uniform)(float(d.low), float(d.high))
     return out
 
@@ -103,15 +105,15 @@ def to_nni(space: SearchSpace) -> dict[str, Any]:
     parents = {k.name: _nni_parent(space, k) for k in space.searched}
     children: dict[tuple[str, Any], list[Knob]] = {}
     for knob in space.searched:
-        if parents[knob.name] is not None:
-            parent, allowed = parents[knob.name]
+        if (found := parents[knob.name]) is not None:
+            parent, allowed = found
             for value in allowed:
                 children.setdefault((parent, repr(value)), []).append(knob)
 
     def spec(knob: Knob) -> dict[str, Any]:
         d = knob.domain
         if isinstance(d, Choice):
-            options = list(d.choices)
+            options: list[Any] = list(d.choices)
             if any((knob.name, repr(v)) in children for v in options):
                 options = [
                     {"_name": v, **{c.name: spec(c) for c in children.get((knob.name, repr(v)), [])}} for v in options
@@ -125,7 +127,9 @@ def to_nni(space: SearchSpace) -> dict[str, Any]:
             if d.low % d.step == 0:
                 return {"_type": "quniform", "_value": [d.low, d.high, d.step]}
             return {"_type": "choice", "_value": d.values()}
-        return {"_type": "loguniform" if d.log else "uniform", "_value": [float(d.low), float(d.high)]}
+        if isinstance(d, FloatRange):
+            return {"_type": "loguniform" if d.log else "uniform", "_value": [float(d.low), float(d.high)]}
+        raise TypeError(f"{knob.name} is fixed, not searched")  # only searched knobs are converted
 
     return {k.name: spec(k) for k in space.searched if parents[k.name] is None}
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +80,9 @@ class Fixed:
 
     def contains(self, value: Any) -> bool:
         return value == self.value
+
+    def sample(self, rng: np.random.Generator) -> Any:
+        return self.value
 
     def describe(self) -> str:
         return f"= {show_value(self.value)}"
@@ -234,7 +238,7 @@ DOMAIN_KEYS = ("choice", "int", "float")
 SPEC_KEYS = ("choice", "int", "float", "step", "log", "value", "when", "default")
 
 
-def parse_domain(spec: dict[str, Any]) -> Domain:
+def parse_domain(spec: Mapping[str, Any]) -> Domain:
     """Build a domain from a knob's mapping (``when``/``default`` are read by the caller)."""
     kinds = [k for k in (*DOMAIN_KEYS, "value") if k in spec]
     if len(kinds) != 1:

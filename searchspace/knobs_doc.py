@@ -1,4 +1,4 @@
-"""docs/knobs.md, generated from the knob table (``searchspace/knobs.py``).
+"""docs/knobs.md, generated from the knob table (``searchspace/knobs.py``, read from the config classes' fields).
 
     python -m searchspace.knobs_doc > docs/knobs.md
 
@@ -16,22 +16,24 @@ COMMAND = "python -m searchspace.knobs_doc > docs/knobs.md"
 
 INTRO = f"""# Knobs
 
-<!-- Generated from searchspace/knobs.py: edit the table there, then run `{COMMAND}`. -->
+<!-- Generated from the knob table: edit a field of ArchConfig (searchspace/config.py) or TrainSettings
+(searchspace/training.py), then run `{COMMAND}`. -->
 
 One architecture is a flat YAML mapping of these knobs (`searchspace.ArchConfig`). The same names
 are used in study files, the CLI, storage, the dashboard and exports. Unset knobs take the
 defaults below; family-dependent ones are filled per family, so `ArchConfig.to_dict()` always
 returns the complete effective configuration and `ArchConfig.from_dict(cfg.to_dict()) == cfg`.
-Every knob, its checks and this page come from one table, `searchspace/knobs.py`."""
+Every knob, its checks and this page come from one place: the knob's field in `ArchConfig`
+(`searchspace/config.py`), whose metadata the knob table (`searchspace/knobs.py`) reads."""
 
 LIMITS = """## Limits
 
 Every integer knob is at least 1 and at most the limit below, far beyond any model of the four
 papers. A larger value is refused when the configuration or study is read, with the knob, the value
 and the limit (`d_model: must be at most 65,536 (the knob's limit), got 1,000,000,000`), so the cost
-model never shapes, let alone allocates, a tensor whose size cannot fit (`searchspace/knobs.py`,
-`limit`). A searched range or choice that crosses a limit is one line per rule it breaks: the
-first value checked that breaks it, then `(and N more of the values checked)`."""
+model never shapes, let alone allocates, a tensor whose size cannot fit (`searchspace/config.py`,
+each field's `limit`). A searched range or choice that crosses a limit is one line per rule it
+breaks: the first value checked that breaks it, then `(and N more of the values checked)`."""
 
 MEMORY = """Peak memory is measured by running the model; a point whose fp32 weights, gradients and attention
 maps alone need more than 8 GiB is refused instead (`trainers/cost.py`, `MEMORY_PROBE_LIMIT`)."""
@@ -70,7 +72,7 @@ def default_text(knob: ArchKnob) -> str:
         if len(by_value) == 1:
             return next(iter(by_value))
         return ", ".join(f"{value} ({', '.join(families)})" for value, families in by_value.items())
-    if knob.active_default is not None:
+    if knob.activation is not None and knob.active_default is not None:
         return f"{show(knob.active_default)} when {knob.activation.describe()}"
     return show(knob.default)
 
@@ -113,13 +115,13 @@ def input_table() -> list[str]:
 def limits_table() -> list[str]:
     by_limit: dict[int, list[str]] = {}
     for knob in ARCH:
-        if knob.kind == "int":
+        if knob.kind == "int" and knob.limit is not None:
             by_limit.setdefault(knob.limit, []).append(f"`{knob.name}`")
     rows = ["| knobs | at most |", "|---|---|"]
     for limit in sorted(by_limit):
         extra = "; entries of a sharing pattern" if limit == MAX_LAYERS else ""
         rows.append(f"| {', '.join(by_limit[limit])}{extra} | {limit:,} |")
-    rows += [f"| `{k.name}` | {k.limit:,} per side |" for k in ARCH if k.kind == "grid"]
+    rows += [f"| `{k.name}` | {k.limit:,} per side |" for k in ARCH if k.kind == "grid" and k.limit is not None]
     return rows
 
 
@@ -137,7 +139,7 @@ def rules_table() -> list[str]:
     for r in RULES_TABLE:
         reads = ", ".join(f"`{k}`" for k in sorted(r.reads))
         kind = " (activation)" if r.activation else ""
-        rows.append(f"| `{r.name}`{kind} | {reads} | {(r.check.__doc__ or '').strip()} |")
+        rows.append(f"| `{r.name}`{kind} | {reads} | {r.doc} |")
     return rows
 
 

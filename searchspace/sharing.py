@@ -11,7 +11,7 @@ import re
 
 _TERM = re.compile(r"^\s*(\d+)\s*(?:x\s*(\d+))?\s*$")
 
-# The deepest stack a configuration may have (the knob table, ``knobs.py``, uses it for the depth knobs):
+# The deepest stack a configuration may have (the limit of ArchConfig's depth knobs, ``config.py``):
 # a pattern is checked against it before it is expanded, so `(0x1000000000)` costs nothing.
 MAX_LAYERS = 256
 

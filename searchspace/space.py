@@ -1,12 +1,13 @@
-"""A study's search space: one domain per knob, conditions, and valid points by construction.
+"""A study's search space: one domain per knob, conditions, and the params a backend suggests.
 
 The space is data (``SearchSpace.from_dict`` / ``to_dict``). Knobs are ordered so that every
 condition reads only knobs decided before it. Besides the user's ``when:`` conditions, the
-architecture's activation rules are known to the space as *implied* conditions (``qk_expansion``
-applies only with ``g_mha``, ``sketch_n`` only with ``pooling: sketch``, ...): where one does not
-hold, the knob takes its neutral value. The remaining rules between knobs (divisibility, pattern
-length, kv sharing) are checked over the whole discrete part when the space is built
-(``space_check``), so sampling never yields an invalid configuration.
+architecture's activation rules are known to the space as *implied* conditions, read from the knob
+table's ``active_when`` (``qk_expansion`` applies only with ``g_mha``, ``sketch_n`` only with
+``pooling: sketch``, ...): where one does not hold, the knob takes its neutral value. The remaining
+rules between knobs (divisibility, pattern length, kv sharing) are checked over the whole discrete
+part by ``space_check.check_space`` (a study runs it when it is read), so sampling a checked space
+never yields an invalid configuration.
 
 Params (what a search backend suggests, and what an Optuna trial stores) are the values of the
 active searched knobs; ``resolve`` turns them into an ``ArchConfig`` plus training settings.
@@ -23,9 +24,20 @@ import numpy as np
 
 from .conditions import Condition, is_member, same_value
 from .config import ArchConfig, type_problems
-from .domains import SPEC_KEYS, Choice, Domain, DomainError, Fixed, FloatRange, IntRange, checked_values, parse_domain
+from .domains import (
+    SPEC_KEYS,
+    Choice,
+    Domain,
+    DomainError,
+    Fixed,
+    FloatRange,
+    IntRange,
+    checked_values,
+    parse_domain,
+    show_value,
+)
 from .errors import LwnasError, did_you_mean, shown
-from .knobs import ARCH, FAMILIES, RULES_TABLE, STACKED
+from .knobs import ARCH, BY_NAME, FAMILIES, STACKED
 from .sharing import PATTERN_FAMILIES, generate_pattern, parse_pattern
 from .training import TRAINING_DEFAULTS, TRAINING_KNOBS, training_value_problem
 
@@ -36,10 +48,7 @@ SPACE_KNOBS = (*ARCH_KNOBS, *TRAINING_KNOBS)
 
 # Activation rules of the architecture as conditions, with the value a knob takes where its
 # condition does not hold (the knob table's `active_when` and `neutral`).
-IMPLIED: dict[str, tuple[Condition, Any]] = {
-    k.name: (k.activation, k.neutral) for k in ARCH if k.active_when is not None
-}
-ACTIVATION_RULES = frozenset(r.name for r in RULES_TABLE if r.activation)
+IMPLIED: dict[str, tuple[Condition, Any]] = {k.name: (k.activation, k.neutral) for k in ARCH if k.activation}
 
 Problem = tuple[tuple[Any, ...], str]  # (path inside the study, message)
 
@@ -89,8 +98,11 @@ class SearchSpace:
 
     # ---- building --------------------------------------------------------------------------
     @classmethod
-    def from_dict(cls, data: Any, family: str, check: bool = True) -> SearchSpace:
-        """Parse the ``space`` mapping of a study; raises SpaceError listing every problem."""
+    def from_dict(cls, data: Any, family: str) -> SearchSpace:
+        """Parse the ``space`` mapping of a study; raises SpaceError listing every problem.
+
+        The rules between knobs are checked over the parsed space by ``space_check.check_space``.
+        """
         if family not in FAMILIES:
             raise SpaceError([(("family",), f"must be one of {', '.join(FAMILIES)}, got {shown(family)}")])
         if not isinstance(data, Mapping):
@@ -104,14 +116,7 @@ class SearchSpace:
         ordered = _order(knobs, family, problems)
         if problems:
             raise SpaceError(problems)
-        space = cls(family, tuple(ordered))
-        if check:
-            from .space_check import check_space
-
-            problems = check_space(space)
-            if problems:
-                raise SpaceError(problems)
-        return space
+        return cls(family, tuple(ordered))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -208,9 +213,7 @@ class SearchSpace:
             if knob is None:
                 problems.append((name, f"is not in the space{did_you_mean(name, self.names)}"))
             elif knob.written is not None and knob.written.contains(value) and not knob.domain.contains(value):
-                problems.append(
-                    (name, f"`{name}: {value}` means no grouping: leave `{name}` out and set g_mha and g_ffn to false")
-                )
+                problems.append((name, _neutral_problem(knob, value)))
             elif not knob.domain.contains(value):
                 problems.append((name, f"{shown(value)} is outside its domain ({knob.domain.describe()})"))
         if problems:
@@ -333,22 +336,33 @@ def _parse_knob(name: str, spec: Any, family: str, problems: list[Problem]) -> K
     implied, neutral = IMPLIED.get(name, (None, None))
     if default is None:
         default = _base_default(name, family)
-    searched = _without_no_grouping(domain) if name == "groups" else domain
+    arch = BY_NAME.get(name)
+    searched = _without(domain, neutral) if arch is not None and arch.neutral_means is not None else domain
     return Knob(name, searched, when, implied, default, neutral, written=domain if searched != domain else None)
 
 
-def _without_no_grouping(domain: Domain) -> Domain:
-    """``groups`` without k = 1 where it has other values: k = 1 is "no grouping" (LW-Transformer's baseline).
+def _without(domain: Domain, neutral: Any) -> Domain:
+    """``domain`` without ``neutral`` where it has other values, for a knob whose neutral value is never valid
+    where it is active (the table's ``neutral_means``: `groups: 1` is "no grouping", LW-Transformer's baseline).
 
-    `groups` is active only where g_mha or g_ffn is on, and there k must be >= 2; the points with
-    k = 1 are those with both off, where `groups` takes its neutral 1. Leaving 1 out of the searched
-    domain keeps every point valid and trains no point twice.
+    Such a knob is active only where its ``active_when`` holds, and there the neutral value breaks a rule;
+    the points with the neutral value are those where it is inactive and takes that value anyway. Leaving
+    it out of the searched domain keeps every point valid and trains no point twice.
     """
-    if isinstance(domain, Choice) and len(domain.choices) > 1 and is_member(1, domain.choices):
-        return Choice(tuple(c for c in domain.choices if not same_value(c, 1)))
-    if isinstance(domain, IntRange) and domain.low == 1 and domain.high > 1:
-        return IntRange(1 + domain.step, domain.high, domain.step, domain.log and domain.step == 1)
+    if isinstance(domain, Choice) and len(domain.choices) > 1 and is_member(neutral, domain.choices):
+        return Choice(tuple(c for c in domain.choices if not same_value(c, neutral)))
+    if isinstance(domain, IntRange) and same_value(domain.low, neutral) and domain.high > domain.low:
+        return IntRange(domain.low + domain.step, domain.high, domain.step, domain.log and domain.step == 1)
     return domain
+
+
+def _neutral_problem(knob: Knob, value: Any) -> str:
+    """The neutral value of a ``neutral_means`` knob given where the knob is searched (a seed config)."""
+    assert knob.implied is not None  # a knob with `neutral_means` has `active_when` (the table checks)
+    return (
+        f"`{knob.name}: {show_value(value)}` means {BY_NAME[knob.name].neutral_means}: leave `{knob.name}` out "
+        f"and set {knob.implied.negation()}"
+    )
 
 
 def _domain_key(spec: Any) -> str | None:
@@ -417,7 +431,6 @@ def _order(knobs: list[Knob], family: str, problems: list[Problem]) -> list[Knob
 
 
 __all__ = [
-    "ACTIVATION_RULES",
     "IMPLIED",
     "INPUT_SIZES",
     "SPACE_KNOBS",

@@ -7,13 +7,15 @@ domain (`int: [1, 100000000]`, a long `choice`) takes part through a fixed subse
 (``domains.checked_values``), so checking costs the same whatever the widths.
 A value that no combination can use is reported as such; otherwise the first combination that
 breaks a rule is shown with how many do.
+
+``checked_space`` parses a ``space`` mapping and runs these checks (what a study does when it is read).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -21,10 +23,20 @@ import numpy as np
 from .conditions import same_value
 from .config import RULES, rule_violations
 from .domains import Fixed, FloatRange, checked_values, show_value
-from .space import ACTIVATION_RULES, Knob, Problem, SearchSpace
+from .knobs import ACTIVATION_RULES, BY_NAME
+from .space import Knob, Problem, SearchSpace, SpaceError
 
 ENUMERATION_LIMIT = 200_000  # combinations enumerated exactly; beyond, a random sample is checked
 SAMPLED_COMBINATIONS = 50_000
+
+
+def checked_space(data: Any, family: str) -> SearchSpace:
+    """The space of a study's ``space`` mapping, parsed and checked; raises SpaceError listing every problem."""
+    space = SearchSpace.from_dict(data, family)
+    problems = check_space(space)
+    if problems:
+        raise SpaceError(problems)
+    return space
 
 
 def check_space(space: SearchSpace) -> list[Problem]:
@@ -82,17 +94,10 @@ def _condition_problems(space: SearchSpace) -> list[Problem]:
             continue
         reads = _closure(space, set(knob.condition.knobs))
         if knob.written is not None and all(_active(knob, v) for v, _ in _combinations(space, reads)):
-            left_out = [show_value(v) for v in knob.written.values() if not knob.domain.contains(v)]
-            problems.append(
-                (
-                    ("space", knob.name),
-                    f"`{knob.name}: {', '.join(left_out)}` means no grouping, but "
-                    f"every point here groups ({knob.condition.describe()} always "
-                    "holds): remove it or let g_mha and g_ffn be false",
-                )
-            )
+            problems.append((("space", knob.name), _neutral_never_problem(knob)))
         if not any(_active(knob, values) for values, _ in _combinations(space, reads)):
-            if knob.searched or (knob.implied is not None and not same_value(knob.domain.value, knob.neutral)):
+            fixed = knob.domain.value if isinstance(knob.domain, Fixed) else None
+            if knob.searched or (knob.implied is not None and not same_value(fixed, knob.neutral)):
                 problems.append(
                     (
                         ("space", knob.name),
@@ -101,6 +106,16 @@ def _condition_problems(space: SearchSpace) -> list[Problem]:
                     )
                 )
     return problems
+
+
+def _neutral_never_problem(knob: Knob) -> str:
+    """A ``neutral_means`` knob lists its neutral value, but the knob is active at every point of the space."""
+    assert knob.written is not None and knob.implied is not None and knob.condition is not None
+    left_out = ", ".join(show_value(v) for v in knob.written.values() if not knob.domain.contains(v))
+    return (
+        f"`{knob.name}: {left_out}` means {BY_NAME[knob.name].neutral_means}, but `{knob.name}` applies at every "
+        f"point here ({knob.condition.describe()} always holds): remove it or set {knob.implied.negation()}"
+    )
 
 
 def _closure(space: SearchSpace, names: set[str]) -> set[str]:
@@ -131,6 +146,7 @@ def _combinations(space: SearchSpace, names: set[str]) -> Iterator[tuple[dict[st
     """
     order = [k for k in space.knobs if k.name in names]
     domains = [checked_values(k.domain) for k in order]  # never a whole wide range or a long choice
+    grids: Iterable[tuple[Any, ...]]
     if _product(space, names) <= ENUMERATION_LIMIT:
         grids = itertools.product(*domains)
     else:
@@ -138,14 +154,18 @@ def _combinations(space: SearchSpace, names: set[str]) -> Iterator[tuple[dict[st
         grids = (tuple(d[int(rng.integers(len(d)))] for d in domains) for _ in range(SAMPLED_COMBINATIONS))
     seen: set[tuple] = set()
     for combo in grids:
-        pick = dict(zip((k.name for k in order), combo))
-        values = space.effective(lambda knob, pick=pick: pick.get(knob.name, knob.domain.at(0)))
+        values = space.effective(_picker(dict(zip((k.name for k in order), combo))))
         chosen = {k.name: values[k.name] for k in order if _active(k, values) and not isinstance(k.domain, Fixed)}
         key = tuple(sorted((k, repr(v)) for k, v in chosen.items()))
         if key in seen:  # inactive knobs make several combinations the same point
             continue
         seen.add(key)
         yield values, chosen
+
+
+def _picker(pick: dict[str, Any]) -> Callable[[Knob], Any]:
+    """``effective``'s choice: the value in ``pick``, else the knob's first value."""
+    return lambda knob: pick.get(knob.name, knob.domain.at(0))
 
 
 # ---- rules ---------------------------------------------------------------------------------------

@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from .config import FAMILIES
+from .domains import Fixed
 from .errors import ConfigError, did_you_mean, shown
 from .latency_settings import LATENCY_METRICS, LatencySettings, latency_settings
 from .space import SearchSpace, SpaceError
+from .space_check import checked_space
 from .training import STUDY_TRAINING_KEYS, training_value_problem
 from .yamlsource import YamlProblem, line_of, load_located, loads_located
 
@@ -121,7 +123,9 @@ class TunerSettings:
         """Finished trials the sampler learns from (None: every trial); only tpe and gp have one."""
         if self.sampler not in WINDOWED_SAMPLERS or self.sampler_window == "all":
             return None
-        return DEFAULT_SAMPLER_WINDOW[self.sampler] if self.sampler_window is None else self.sampler_window
+        if isinstance(self.sampler_window, int):
+            return self.sampler_window
+        return DEFAULT_SAMPLER_WINDOW[self.sampler]  # None: the sampler's default (the study checks the rest)
 
 
 @dataclass(frozen=True)
@@ -212,8 +216,8 @@ def study_from_dict(
         if key not in data:
             problems.append(((), f"`{key}` is missing"))
     name = data.get("name", path.stem if path else "study")
-    if name_problem(name):
-        problems.append((("name",), name_problem(name)))
+    if (name_message := name_problem(name)) is not None:
+        problems.append((("name",), name_message))
     task = data.get("task", "")
     if not isinstance(task, str) or not task:
         problems.append((("task",), f"must be a built-in task name or `package.module:Class`, got {shown(task)}"))
@@ -230,12 +234,14 @@ def study_from_dict(
     space = None
     if family is not None and "space" in data:
         try:
-            space = SearchSpace.from_dict(data["space"], family, check=check_space)
+            parse = checked_space if check_space else SearchSpace.from_dict
+            space = parse(data["space"], family)
         except SpaceError as exc:
             problems.extend(exc.problems)
     seeds = _seed_configs(data.get("seed_configs") or {}, space, problems)
     if problems:
         raise StudyError([(_location(path, lines, p), m) for p, m in problems])
+    assert family is not None and space is not None  # either is None only where a problem was reported
     return Study(
         name=name,
         task=task,
@@ -510,7 +516,7 @@ def _seed_configs(raw: Any, space: SearchSpace | None, problems: list) -> dict[s
             continue
         if space is None:
             continue
-        fixed = {k.name: k.domain.value for k in space.knobs if not k.searched}
+        fixed = {k.name: k.domain.value for k in space.knobs if isinstance(k.domain, Fixed)}
         for knob, value in params.items():
             if knob in fixed and value != fixed[knob]:
                 problems.append(((*where, knob), f"is {shown(value)} but the space fixes it to {shown(fixed[knob])}"))

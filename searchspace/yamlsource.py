@@ -119,7 +119,7 @@ def _check_bounds(text: str) -> None:
     expanded: dict[str, int] = {}  # anchor -> values its node expands to
     total = 0
     for event in yaml.parse(text, Loader=StudyLoader):
-        line = event.start_mark.line + 1
+        line = event.start_mark.line + 1 if event.start_mark else 0  # every parsed event has its mark
         if isinstance(event, _COLLECTION_START):
             if len(open_counts) >= MAX_DEPTH:
                 raise YamlProblem(line, f"nested more than {MAX_DEPTH} levels deep")
@@ -128,7 +128,7 @@ def _check_bounds(text: str) -> None:
         if isinstance(event, _COLLECTION_END):
             anchor, n = open_counts.pop()
         elif isinstance(event, yaml.AliasEvent):
-            anchor, n = None, expanded.get(event.anchor, 1)
+            anchor, n = None, expanded.get(event.anchor or "", 1)  # an alias always names its anchor
         elif isinstance(event, yaml.ScalarEvent):
             anchor, n = event.anchor, 1
             _check_number(resolver, event, line)

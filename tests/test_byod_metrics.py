@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from trainers.tasks.caption_metrics import bleu4, cider_d
-from trainers.tasks.caption_tasks import ranks, reference_lists, sequences
+from trainers.tasks.caption_metrics import bleu, cider_d
+from trainers.tasks.caption_tasks import caption_text, ranks, sequences
 
 # Two images whose references share no word: every n-gram has document frequency 1 of N = 2 images, so
 # each tf-idf weight is log(2) - log(1) = log 2.
@@ -36,14 +36,19 @@ def test_cider_d_averages_over_references():
     assert cider_d([["a", "b"], ["c", "d"]], refs) == pytest.approx((2.5 + 5.0) / 2)
 
 
+def bleu4(hypotheses, references):
+    return 100 * bleu(hypotheses, references)[3]
+
+
 def test_bleu4_by_hand():
     assert bleu4([list("abcd")], [[list("abcd")]]) == pytest.approx(100.0)
     # all n-grams match, 5 words against 6: brevity penalty exp(1 - 6/5)
     assert bleu4([list("abcde")], [[list("abcdef")]]) == pytest.approx(100 * math.exp(-0.2))
     # the closest reference length (5) is used, so no penalty
     assert bleu4([list("abcde")], [[list("abcdefgh"), list("abcde")]]) == pytest.approx(100.0)
-    # clipped: "a a a a a" against "a b c d e" matches one unigram and no bigram
-    assert bleu4([list("aaaaa")], [[list("abcde")]]) == 0.0
+    # clipped: "a a a a a" against "a b c d e" matches one unigram and no bigram (coco-caption's 1e-15
+    # guard leaves a score indistinguishable from 0)
+    assert bleu4([list("aaaaa")], [[list("abcde")]]) == pytest.approx(0.0, abs=1e-6)
     # corpus level: counts summed over both sentences ("abcde" all match; "xyz" vs "xyw": x, y and xy match,
     # xyz does not, no 4-gram): p1 = (5+2)/(5+3), p2 = (4+1)/(4+2), p3 = (3+0)/(3+1), p4 = 2/2; lengths equal
     hyps, refs = [list("abcde"), list("xyz")], [[list("abcde")], [list("xyw")]]
@@ -72,9 +77,10 @@ def test_sequences_put_eos_after_each_caption_s_last_word():
     assert sequences(radix_model, torch.tensor([[1, 3, 0]])).tolist() == [[3, 1, 2, 2, 2, 4, 0, 0]]
 
 
-def test_unknown_words_in_references_match_nothing():
-    refs = torch.tensor([[[4, 3, 0], [0, 0, 0]]])  # one caption "w4 <unk>", one empty slot
-    assert reference_lists(refs) == [[[4, -1]]]
+def test_generated_words_become_the_text_that_is_scored():
+    vocab = ["<pad>", "<bos>", "<eos>", "<unk>", "a", "dog"]
+    # padding, BOS and EOS are not words; <unk>, and an id past the vocabulary, are a word no reference holds
+    assert caption_text([1, 4, 3, 5, 0, 2, 99], vocab) == "a UNK dog UNK"
 
 
 def test_bleu4_and_cider_d_equal_pycocoevalcap_on_a_reference_set():
@@ -87,6 +93,6 @@ def test_bleu4_and_cider_d_equal_pycocoevalcap_on_a_reference_set():
     images = sorted(ref["gts"], key=int)
     hypotheses = [ref["res"][i][0].split() for i in images]
     references = [[r.split() for r in ref["gts"][i]] for i in images]
-    # coco-caption adds 1e-9 / 1e-15 to avoid log(0): its BLEU differs from the exact one in the 9th digit
-    assert bleu4(hypotheses, references) == pytest.approx(100 * ref["bleu4"], rel=1e-8)
+    # coco-caption's 1e-15 / 1e-9 guards against log(0) are reproduced, so BLEU agrees to rounding
+    assert bleu(hypotheses, references)[3] == pytest.approx(ref["bleu4"], rel=1e-12)
     assert cider_d(hypotheses, references) == pytest.approx(ref["cider"], rel=1e-12)

@@ -67,8 +67,9 @@ def test_groups_one_where_every_point_groups_is_refused(tmp_path):
     result = lwnas(tmp_path, "space", "validate", "study.yaml")
     assert result.returncode == 2
     assert (
-        "error study.yaml:6: space.groups: `groups: 1` means no grouping, but every point here groups" in result.stderr
-    ), result.stderr
+        "error study.yaml:6: space.groups: `groups: 1` means no grouping, but `groups` applies at every point here "
+        "(g_mha = true or g_ffn = true always holds): remove it or set g_mha and g_ffn to false"
+    ) in result.stderr, result.stderr
 
 
 def test_seed_config_with_groups_one_says_how_to_write_it(tmp_path):

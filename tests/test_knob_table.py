@@ -1,23 +1,29 @@
-"""The knob table (searchspace/knobs.py) is the one place a knob is defined: docs/knobs.md is generated
-from it, every rule reads only the knobs it declares, and a knob added to the table alone is checked
-by ArchConfig and a study's `space`, documented, recorded by the dashboard's sample and demanded by the
-model registry's coverage check."""
+"""A knob is written once, as a field of ArchConfig (or TrainSettings) carrying its metadata; the knob
+table (searchspace/knobs.py) is read from those fields. docs/knobs.md is generated from it, every rule
+reads only the knobs it declares, and a knob added as one field line is checked by ArchConfig and a
+study's `space`, documented, drawn or recorded by the dashboard's sample and demanded by the model
+registry's coverage check."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import pytest
 
 from searchspace.config import ArchConfig, type_problems
-from searchspace.knobs import ARCH, FAMILIES, RULES_TABLE, VOCABULARY, ArchKnob
+from searchspace.knob_fields import WIDTHS, arch_knobs
+from searchspace.knob_fields import knob as knob_field
+from searchspace.knobs import ARCH, FAMILIES, RULES_TABLE, TRAINING, VOCABULARY
 from searchspace.knobs_doc import COMMAND
+from searchspace.training import TrainSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,10 +39,34 @@ def test_docs_knobs_md_is_generated_from_the_table():
 
 
 def test_the_table_refuses_a_malformed_knob():
+    @dataclass(frozen=True)
+    class Malformed:
+        x: int = knob_field(3, "help", section=WIDTHS, families=("encoder",), limit=4)
+
     with pytest.raises(ValueError, match="knob table: x: a knob of some families only defaults to None"):
-        ArchKnob("x", "int", 3, "help", "Widths and depths", families=("encoder",), limit=4)
+        arch_knobs(Malformed)
+
+    @dataclass(frozen=True)
+    class Unlimited:
+        y: int = knob_field(3, "help", section=WIDTHS)
+
     with pytest.raises(ValueError, match="knob table: y: int and grid knobs, and only they, have a limit"):
-        ArchKnob("y", "int", 3, "help", "Widths and depths")
+        arch_knobs(Unlimited)
+
+    @dataclass(frozen=True)
+    class NotOptional:
+        z: int = knob_field(None, "help", section=WIDTHS, limit=4)  # the mistake: None, but not `int | None`
+
+    with pytest.raises(ValueError, match="knob table: z: a knob is `T | None` exactly when it defaults to None"):
+        arch_knobs(NotOptional)
+
+
+def test_every_field_is_written_out_in_its_class():
+    """A reader, an IDE and mypy see every knob: each is a line `name: type = knob(...)` of the class."""
+    for cls, table in ((ArchConfig, ARCH), (TrainSettings, TRAINING)):
+        source = inspect.getsource(cls)
+        written = re.findall(r"^    (\w+): [^=]+ = (?:knob|setting)\(", source, re.M)
+        assert written == [k.name for k in table], cls.__name__
 
 
 def test_every_knob_is_complete_and_named_once():
@@ -44,7 +74,7 @@ def test_every_knob_is_complete_and_named_once():
     assert [f.name for f in fields(ArchConfig)] == [k.name for k in ARCH]
     for knob in ARCH:
         assert knob.help, knob.name  # the rest of a knob's shape is checked by ArchKnob itself
-        if knob.active_when is not None:  # the rule that refuses it where inactive reads it and its condition
+        if knob.activation is not None:  # the rule that refuses it where inactive reads it and its condition
             assert any(r.activation and {knob.name, *knob.activation.knobs} <= r.reads for r in RULES_TABLE), knob.name
     for r in RULES_TABLE:  # and an activation rule belongs to a knob with `active_when`
         assert not r.activation or any(k.active_when is not None and k.name in r.reads for k in ARCH), r.name
@@ -103,11 +133,13 @@ def test_every_rule_reads_only_the_knobs_it_declares():
             assert cfg._read - {"family"} <= r.reads, (r.name, sorted(cfg._read - r.reads))
 
 
-# ---- a knob added to the table alone ---------------------------------------------------------------
+# ---- a knob added as one field ---------------------------------------------------------------------
+# The whole diff of a knob that is only checked and documented (docs/architecture.md, "Adding a knob"):
+# one field line at the end of ArchConfig's fields, then docs/knobs.md regenerated.
 PROBE = (
-    '    ArchKnob("probe_width", "int", None, "a knob the table test adds: checked and documented, read by no '
-    'layer", _WIDE, families=("encoder", "retrieval"), family_defaults={"encoder": 3, "retrieval": 3}, '
-    "limit=16),\n"
+    '    probe_width: int | None = knob(None, "a knob the table test adds: checked and documented, read by no '
+    'layer", section=WIDTHS, families=("encoder", "retrieval"), family_defaults={"encoder": 3, "retrieval": 3}, '
+    "limit=16)\n"
 )
 STUDY = """task: digits
 objectives: [accuracy, params]
@@ -121,11 +153,11 @@ space:
 def _copy_with_probe(tmp_path: Path) -> Path:
     copy = tmp_path / "lwnas"
     shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", "*.egg-info", ".*cache"))
-    table = copy / "searchspace/knobs.py"
-    text = table.read_text()
-    end = "\n)\nBY_NAME: dict[str, ArchKnob]"
-    assert text.count(end) == 1, "the test appends to ARCH, which it finds by the line after its closing parenthesis"
-    table.write_text(text.replace(end, "\n" + PROBE.rstrip("\n") + end, 1))
+    config = copy / "searchspace/config.py"
+    text = config.read_text()
+    end = "\n\n    def __post_init__(self) -> None:"
+    assert text.count(end) == 1, "the test adds a field after ArchConfig's last, found by the method after it"
+    config.write_text(text.replace(end, "\n" + PROBE.rstrip("\n") + end, 1))
     return copy
 
 
@@ -158,7 +190,7 @@ print("dashboard", config_of(draw_params(np.random.default_rng(0)))["probe_width
 """
 
 
-def test_a_knob_added_to_the_table_alone_is_checked_documented_and_demanded(tmp_path):
+def test_a_knob_added_as_one_field_is_checked_documented_and_demanded(tmp_path):
     copy = _copy_with_probe(tmp_path)
     done = _run(copy, "-c", CHECKS)
     assert done.returncode == 0, done.stderr

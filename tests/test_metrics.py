@@ -1,11 +1,12 @@
-"""Metrics against values computed by hand (and BLEU against sacrebleu)."""
+"""Metrics against values computed by hand (and BLEU with one reference against sacrebleu)."""
 
 import math
 
 import pytest
 import torch
 
-from trainers.metrics import accuracy, corpus_bleu, retrieval_metrics, retrieval_ranks
+from trainers.metrics import accuracy, retrieval_metrics, retrieval_ranks
+from trainers.tasks.caption_metrics import bleu
 
 
 def test_accuracy():
@@ -22,14 +23,20 @@ def test_retrieval_ranks_recall_and_mrr():
     assert m["i2t_mrr"] == pytest.approx((1 + 1 / 3 + 1) / 3)
 
 
+def bleu4(hypotheses, references):
+    """Corpus BLEU-4 in percent with one reference per hypothesis (coco-caption's form)."""
+    return 100 * bleu(hypotheses, [[r] for r in references])[3]
+
+
 def test_bleu_by_hand():
     # p1..p4 = 4/5, 3/4, 2/3, 1/2; equal lengths, so no brevity penalty
     expected = 100 * (0.8 * 0.75 * (2 / 3) * 0.5) ** 0.25
-    assert corpus_bleu([[1, 2, 3, 4, 5]], [[1, 2, 3, 4, 6]]) == pytest.approx(expected)
+    assert bleu4([[1, 2, 3, 4, 5]], [[1, 2, 3, 4, 6]]) == pytest.approx(expected)
     # a short hypothesis is penalised by exp(1 - r/c)
-    short = corpus_bleu([[1, 2, 3, 4]], [[1, 2, 3, 4, 5, 6]])
+    short = bleu4([[1, 2, 3, 4]], [[1, 2, 3, 4, 5, 6]])
     assert short == pytest.approx(100 * math.exp(1 - 6 / 4))
-    assert corpus_bleu([[7, 8]], [[1, 2, 3]]) == 0.0
+    # no matching bigram: coco-caption's 1e-15 guard leaves a score indistinguishable from 0
+    assert bleu4([[7, 8]], [[1, 2, 3]]) == pytest.approx(0.0, abs=1e-6)
 
 
 def test_bleu_matches_sacrebleu():
@@ -40,4 +47,4 @@ def test_bleu_matches_sacrebleu():
     theirs = sacrebleu.corpus_bleu(
         [" ".join(map(str, h)) for h in hyps], [[" ".join(map(str, r)) for r in refs]], tokenize="none"
     ).score
-    assert corpus_bleu(hyps, refs) == pytest.approx(theirs, abs=1e-9)
+    assert bleu4(hyps, refs) == pytest.approx(theirs, abs=1e-9)

@@ -34,6 +34,7 @@ def test_family_trains_on_its_task_and_loss_falls(name):
     # the model trained is exactly the one the cost model priced
     assert sum(p.numel() for p in result.model.parameters()) == cost(result.config, memory=False).params
     assert result.test[task.metric] == result.test[task.metric]  # measured, not NaN
+    assert set(result.test) == set(task.metrics)  # every metric it declares, and no other
 
 
 def test_radix_captions_decode_to_the_right_words():

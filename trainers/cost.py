@@ -185,6 +185,7 @@ def cost(
         model = build_model(config)
     model.eval()
     params, params_breakdown = count_params(model)
+    by_child: dict[str, int]  # MAdds by module name
     if counter == "formula":
         count = formula_count(model)
         by_child, attention, map_bytes = count.by_child, count.attention, count.map_bytes
@@ -208,7 +209,9 @@ def _traced_counts(model: ArchModel) -> tuple[int, dict[str, int], int, int]:
     inputs = model.example_inputs(batch=1, device="meta")
     # The sketch pooling selects real tokens with a boolean mask; meta tensors cannot know how many
     # are real, and the example inputs have no padding, so "all of them" is exact here.
-    with fx_config.patch(meta_nonzero_assume_all_nonzero=True):
+    # `patch` is added by torch's install_config_module; this config module, unlike torch._dynamo.config,
+    # does not import its typing stub, so mypy cannot see it.
+    with fx_config.patch(meta_nonzero_assume_all_nonzero=True):  # type: ignore[attr-defined]
         madds, by_module = count_madds(model, inputs)
         map_bytes = attention_map_bytes(model, inputs)
     # fvcore attributes a shared module's calls to one of its names; attention modules sit below

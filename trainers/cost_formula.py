@@ -20,6 +20,8 @@ paper configuration, so a forward pass that changes without its formula here fai
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 from torch import nn
 
@@ -131,6 +133,7 @@ def attention_costs(
 
 def _encoder(model: EncoderClassifier, n: FormulaCount) -> None:
     c = model.config
+    assert c.grid is not None  # every size is filled by the family's defaults or the task
     tokens = c.grid[0] * c.grid[1]
     n.linear("patch_embed", model.patch_embed, tokens)
     n.stack("encoder", model.encoder, tokens)
@@ -141,6 +144,7 @@ def _encoder(model: EncoderClassifier, n: FormulaCount) -> None:
 def _mcan(model: MCAN, n: FormulaCount) -> None:
     c = model.config
     words, regions = c.question_tokens, c.image_regions
+    assert words is not None and regions is not None
     n.stack("encoder", model.encoder, words)
     n.linear("embed_regions", model.embed_regions, regions)
     n.stack("decoder", model.decoder, regions, memory_tokens=words)  # guided attention: K, V from the question
@@ -153,6 +157,7 @@ def _mcan(model: MCAN, n: FormulaCount) -> None:
 def _ort(model: ORT, n: FormulaCount) -> None:
     c = model.config
     regions, length = c.image_regions, model.sequence_length
+    assert regions is not None
     n.linear("embed_regions", model.embed_regions[0], regions)
     n.stack("encoder", model.encoder, regions, relation=True)  # the box-relation term in every encoder layer
     n.stack("decoder", model.decoder, length, memory_tokens=regions)
@@ -162,6 +167,7 @@ def _ort(model: ORT, n: FormulaCount) -> None:
 def _retrieval(model: Retrieval, n: FormulaCount) -> None:
     c = model.config
     regions, words = c.image_regions, c.caption_tokens
+    assert regions is not None and words is not None
     n.linear("embed_regions", model.embed_regions, regions)
     n.stack("image_encoder", model.image_encoder, regions)
     n.pool("pool_image", model.pool_image, regions)
@@ -171,7 +177,13 @@ def _retrieval(model: Retrieval, n: FormulaCount) -> None:
         n.linear(child, getattr(model, child), 1)
 
 
-FAMILY_FORMULAS = {EncoderClassifier: _encoder, MCAN: _mcan, ORT: _ort, Retrieval: _retrieval}
+# Each formula takes its own family's model class (hence Any): the key is the class it is looked up by.
+FAMILY_FORMULAS: dict[type[ArchModel], Callable[[Any, FormulaCount], None]] = {
+    EncoderClassifier: _encoder,
+    MCAN: _mcan,
+    ORT: _ort,
+    Retrieval: _retrieval,
+}
 
 
 def formula_count(model: ArchModel) -> FormulaCount:

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from searchspace.errors import LwnasError
+from searchspace.models import ArchModel
 
 DEVICES = ("cpu", "cuda")
 # Timed runs: at least MIN_REPEATS, then more until the median's standard error is below TARGET_SE of it
@@ -97,7 +98,7 @@ def _timings(model: torch.nn.Module, inputs: tuple, device: torch.device) -> lis
     return times
 
 
-def measure_latency(model: torch.nn.Module, batch: int, device: str = "cpu", threads: int = 1) -> Latency:
+def measure_latency(model: ArchModel, batch: int, device: str = "cpu", threads: int = 1) -> Latency:
     """Median forward time of ``model`` (eval mode, no grad) at ``batch`` on ``device``.
 
     Args:

@@ -12,15 +12,15 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, make_dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from searchspace import ArchConfig, ConfigError, build_model
 from searchspace.errors import LwnasError
-from searchspace.training import TRAINING, training_problems
+from searchspace.training import TrainSettings  # defined torch-free (the study checker reads it); re-exported
 
 from .cost import cost, count_params
 from .tasks import Task, adapt_config, batches, split_size
@@ -37,38 +37,6 @@ class TrainingError(LwnasError, RuntimeError):
 
 class StopTraining(Exception):
     """Raised by an epoch callback to end training early (e.g. a scheduler stopped the trial)."""
-
-
-def _check_settings(self: Any) -> None:
-    """Refuse every value that breaks its rule in ``searchspace.knobs.TRAINING``."""
-    problems = [(key, message) for (_, key), message in training_problems(asdict(self))]
-    if problems:
-        raise ConfigError(problems)
-
-
-def _settings_from_dict(cls: type, data: Mapping[str, Any] | None) -> Any:
-    """Settings from a ``training:`` mapping; unknown keys and bad values are all reported at once."""
-    problems = [(key, message) for (_, key), message in training_problems(dict(data or {}))]
-    if problems:
-        raise ConfigError(problems)
-    return cls(**dict(data or {}))
-
-
-# Training hyperparameters (the ``training`` section of a configuration file). The fields, defaults
-# and checks come from the one knob table (searchspace.knobs.TRAINING), so the study checker, `lwnas train`
-# and the sweep's workers cannot disagree about a value.
-TrainSettings = make_dataclass(
-    "TrainSettings",
-    [(k.name, k.type if k.default is not None else k.type | None, field(default=k.default)) for k in TRAINING],
-    frozen=True,
-    namespace={
-        "__module__": __name__,
-        "__doc__": "Training hyperparameters (the ``training`` section of a configuration file).",
-        "__post_init__": _check_settings,
-        "from_dict": classmethod(_settings_from_dict),
-        "to_dict": lambda self: asdict(self),
-    },
-)
 
 
 @dataclass

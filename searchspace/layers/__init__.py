@@ -5,7 +5,7 @@ from .blocks import DecoderLayer, EncoderLayer, SharedStack
 from .coupled import CoupledAttention
 from .grouped_linear import GroupedLinear
 from .mlp import FeedForward
-from .pooling import AttentionPool, MeanPool, SketchCoder, SketchPool, build_pooling
+from .pooling import AttentionPool, MeanPool, Pool, SketchCoder, SketchPool, build_pooling
 
 __all__ = [
     "AttentionPool",
@@ -16,6 +16,7 @@ __all__ = [
     "GroupedLinear",
     "MeanPool",
     "MultiHeadAttention",
+    "Pool",
     "ScaledDotProductAttention",
     "SharedStack",
     "SketchCoder",

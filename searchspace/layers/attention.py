@@ -141,6 +141,8 @@ class MultiHeadAttention(nn.Module):
 
     def relation_bias(self, relation: torch.Tensor) -> torch.Tensor:
         """(B, Tq, Tk, r) geometry embedding -> (B, H, Tq, Tk) logit offsets (ORT Eq. 6-7)."""
+        if self.relation is None:
+            raise ValueError("relation_bias needs the box-relation layer (built with relation_dim > 0)")
         w_g = F.relu(self.relation(relation))
         return torch.log(torch.clamp(w_g, min=1e-6)).permute(0, 3, 1, 2)
 

@@ -12,7 +12,13 @@ def _valid(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     return torch.ones(x.shape[:2], dtype=torch.bool, device=x.device) if mask is None else mask
 
 
-class MeanPool(nn.Module):
+class Pool(nn.Module):
+    """A pooling module: ``(B, T, dim)`` tokens (and a ``(B, T)`` mask) to ``(B, out_dim)``."""
+
+    out_dim: int
+
+
+class MeanPool(Pool):
     """Average of the real tokens."""
 
     def __init__(self, dim: int):
@@ -24,7 +30,7 @@ class MeanPool(nn.Module):
         return (x * m).sum(1) / m.sum(1).clamp(min=1)
 
 
-class AttentionPool(nn.Module):
+class AttentionPool(Pool):
     """Learned softmax weights over tokens (MCAN's AttFlat with one glimpse)."""
 
     def __init__(self, dim: int, dropout: float = 0.0):
@@ -57,7 +63,7 @@ class SketchCoder(nn.Module):
         return F.softmax(-dists * self.temp, dim=-1).view(-1, self.n * self.k)
 
 
-class SketchPool(nn.Module):
+class SketchPool(Pool):
     """T-EMDE sketch (§3.2): sum the coder's assignments over real tokens, L2-normalise each of the
     N slices, flatten to N*K. Padding is dropped before the coder, so BatchNorm statistics and the
     sum see real tokens only."""
@@ -86,12 +92,14 @@ class SketchPool(nn.Module):
 
 def build_pooling(
     kind: str, dim: int, n: int | None = None, k: int | None = None, d: int | None = None, dropout: float = 0.0
-) -> nn.Module:
-    """Pooling module by knob value (``mean``, ``attention``, ``sketch``)."""
+) -> Pool:
+    """Pooling module by knob value (``mean``, ``attention``, ``sketch``; a sketch needs ``n``, ``k`` and ``d``)."""
     if kind == "mean":
         return MeanPool(dim)
     if kind == "attention":
         return AttentionPool(dim, dropout)
     if kind == "sketch":
+        if n is None or k is None or d is None:
+            raise ValueError(f"sketch pooling needs its sizes n, k and d, got {n=}, {k=}, {d=}")
         return SketchPool(dim, n, k, d)
     raise ValueError(f"pooling must be mean, attention or sketch, got {kind!r}")

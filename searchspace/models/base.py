@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from ..config import COUPLED_DEFAULT, ArchConfig
-from ..layers import DecoderLayer, EncoderLayer, FeedForward, MultiHeadAttention, SharedStack
+from ..layers import DecoderLayer, EncoderLayer, FeedForward, MultiHeadAttention, Pool, SharedStack, build_pooling
 
 
 class ArchModel(nn.Module):
@@ -28,6 +28,13 @@ class ArchModel(nn.Module):
     def example_inputs(self, batch: int = 1, device: torch.device | str = "cpu") -> tuple[torch.Tensor, ...]:
         """Inputs of the configured sizes, in ``forward``'s argument order (for the cost model)."""
         raise NotImplementedError(f"{type(self).__name__} must define example_inputs")
+
+
+def make_pooling(cfg: ArchConfig) -> Pool:
+    """The family's pooling (``pooling``; a sketch sized by ``sketch_n``, ``sketch_k``, ``sketch_d``)."""
+    if cfg.pooling is None:
+        raise ValueError(f"family {cfg.family} has no `pooling`")
+    return build_pooling(cfg.pooling, cfg.d_model, cfg.sketch_n, cfg.sketch_k, cfg.sketch_d, cfg.dropout)
 
 
 def make_attention(cfg: ArchConfig, stack: str, kernel: str = "standard", relation_dim: int = 0) -> MultiHeadAttention:

@@ -10,8 +10,7 @@ import torch
 from torch import nn
 
 from ..config import ArchConfig
-from ..layers import build_pooling
-from .base import ArchModel, encoder_stack
+from .base import ArchModel, encoder_stack, make_pooling
 
 
 class EncoderClassifier(ArchModel):
@@ -20,6 +19,7 @@ class EncoderClassifier(ArchModel):
     def __init__(self, config: ArchConfig):
         super().__init__(config)
         c = config
+        assert c.grid is not None and c.patch_features is not None and c.num_classes is not None  # family defaults
         tokens = c.grid[0] * c.grid[1]
         self.patch_embed = nn.Linear(c.patch_features, c.d_model)
         self.pos_embed = nn.Parameter(torch.zeros(1, tokens, c.d_model))
@@ -27,7 +27,7 @@ class EncoderClassifier(ArchModel):
         self.drop = nn.Dropout(c.dropout)
         self.encoder = encoder_stack(c, pre_norm=True, kernel=c.attention)
         self.norm = nn.LayerNorm(c.d_model)
-        self.pool = build_pooling(c.pooling, c.d_model, c.sketch_n, c.sketch_k, c.sketch_d, c.dropout)
+        self.pool = make_pooling(c)
         self.head = nn.Linear(self.pool.out_dim, c.num_classes)
 
     def forward(self, patches: torch.Tensor) -> torch.Tensor:

@@ -14,8 +14,7 @@ import torch
 from torch import nn
 
 from ..config import ArchConfig
-from ..layers import build_pooling
-from .base import ArchModel, decoder_stack, encoder_stack
+from .base import ArchModel, decoder_stack, encoder_stack, make_pooling
 
 
 class MCAN(ArchModel):
@@ -29,12 +28,12 @@ class MCAN(ArchModel):
     def __init__(self, config: ArchConfig):
         super().__init__(config)
         c = config
+        assert c.vocab_size is not None and c.region_features is not None and c.num_answers is not None  # defaults
         self.embed_tokens = nn.Embedding(c.vocab_size, c.d_model, padding_idx=0)
         self.embed_regions = nn.Linear(c.region_features, c.d_model)
         self.encoder = encoder_stack(c, pre_norm=False)
         self.decoder = decoder_stack(c, pre_norm=False, causal=False)
-        pool = lambda: build_pooling(c.pooling, c.d_model, c.sketch_n, c.sketch_k, c.sketch_d, c.dropout)  # noqa: E731
-        self.pool_question, self.pool_image = pool(), pool()
+        self.pool_question, self.pool_image = make_pooling(c), make_pooling(c)
         self.proj_question = nn.Linear(self.pool_question.out_dim, c.d_model)
         self.proj_image = nn.Linear(self.pool_image.out_dim, c.d_model)
         self.norm = nn.LayerNorm(c.d_model)

@@ -56,6 +56,7 @@ class ORT(ArchModel):
     def __init__(self, config: ArchConfig):
         super().__init__(config)
         c = config
+        assert c.vocab_size is not None and c.region_features is not None  # filled by the family's defaults
         self.codec = RadixCodec(c.radix_base, c.vocab_size) if c.radix_base else None
         self.num_tokens = self.codec.vocab_size if self.codec else c.vocab_size
         self.embed_regions = nn.Sequential(nn.Linear(c.region_features, c.d_model), nn.ReLU(), nn.Dropout(c.dropout))
@@ -71,7 +72,9 @@ class ORT(ArchModel):
     def sequence_length(self) -> int:
         """Decoder input length: one token per word, or ``digits`` per word with radix encoding, plus BOS."""
         per_word = self.codec.digits if self.codec else 1
-        return self.config.caption_tokens * per_word + 1
+        words = self.config.caption_tokens
+        assert words is not None  # filled by the family's defaults
+        return words * per_word + 1
 
     def encode(self, regions: torch.Tensor, boxes: torch.Tensor, region_mask: torch.Tensor | None = None):
         relation = box_relation_embedding(boxes)  # shared by every encoder layer

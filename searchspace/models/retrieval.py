@@ -13,8 +13,7 @@ import torch
 from torch import nn
 
 from ..config import ArchConfig
-from ..layers import build_pooling
-from .base import ArchModel, encoder_stack
+from .base import ArchModel, encoder_stack, make_pooling
 
 
 class Retrieval(ArchModel):
@@ -27,6 +26,7 @@ class Retrieval(ArchModel):
     def __init__(self, config: ArchConfig):
         super().__init__(config)
         c = config
+        assert c.region_features is not None and c.vocab_size is not None and c.caption_tokens is not None  # defaults
         self.embed_regions = nn.Linear(c.region_features, c.d_model)
         self.embed_tokens = nn.Embedding(c.vocab_size, c.d_model, padding_idx=0)
         self.pos_embed = nn.Parameter(torch.zeros(1, c.caption_tokens, c.d_model))
@@ -34,8 +34,7 @@ class Retrieval(ArchModel):
         self.image_encoder = encoder_stack(c, pre_norm=True)
         self.text_encoder = encoder_stack(c, pre_norm=True)
         self.image_norm, self.text_norm = nn.LayerNorm(c.d_model), nn.LayerNorm(c.d_model)
-        pool = lambda: build_pooling(c.pooling, c.d_model, c.sketch_n, c.sketch_k, c.sketch_d, c.dropout)  # noqa: E731
-        self.pool_image, self.pool_text = pool(), pool()
+        self.pool_image, self.pool_text = make_pooling(c), make_pooling(c)
         g = self.pool_image.out_dim
         self.sim_image = nn.Linear(g, c.d_model)  # the concatenation's Linear, split by input half
         self.sim_text = nn.Linear(g, c.d_model, bias=False)

@@ -1,6 +1,6 @@
 """Built-in tasks and the plugin interface (``package.module:Class``)."""
 
-from .base import Split, Task, adapt_config, batches, resolve_task, split_size
+from .base import Batch, Rows, Split, Task, adapt_config, batches, resolve_task, split_size
 from .caption_tasks import CaptionRetrieval, Captions
 from .digits import Digits
 from .features import Features
@@ -31,6 +31,7 @@ DATA_TASKS = tuple(name for name, t in BUILTIN_TASKS.items() if "path" in t.path
 __all__ = [
     "BUILTIN_TASKS",
     "DATA_TASKS",
+    "Batch",
     "CaptionRetrieval",
     "Captions",
     "Cifar",
@@ -40,6 +41,7 @@ __all__ = [
     "SceneCaptions",
     "SceneRetrieval",
     "ShapesVQA",
+    "Rows",
     "Split",
     "Task",
     "VQA",

@@ -12,15 +12,25 @@ import inspect
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
 from searchspace import FAMILY_DEFAULTS, ArchConfig, ConfigError
 
-Split = dict[str, torch.Tensor]
+
+class Rows(Protocol):
+    """One field of a split: a tensor, or rows read on demand (``lazy.py``); ``rows[idx]`` is one tensor."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, idx: torch.Tensor, /) -> torch.Tensor: ...
+
+
+Split = dict[str, Rows]  # a split's fields by name (`patches`, `labels`, ...), each with one row per example
+Batch = dict[str, torch.Tensor]  # rows of a split, as tensors on the training device
 
 
 # The seed every run loads its data with: sweeps, `lwnas train` and `lwnas evaluate` see the same split,
@@ -50,7 +60,7 @@ class Task:
         """``{"train": split, "val": split, "test": split}``; deterministic for a seed."""
         raise NotImplementedError
 
-    def loss(self, model: torch.nn.Module, batch: Split) -> torch.Tensor:
+    def loss(self, model: torch.nn.Module, batch: Batch) -> torch.Tensor:
         raise NotImplementedError
 
     def evaluate(self, model: torch.nn.Module, data: Split, batch_size: int = 256) -> dict[str, float]:
@@ -59,8 +69,11 @@ class Task:
 
 
 def batches(
-    data: Split, batch_size: int, generator: torch.Generator | None = None, device: torch.device | str = "cpu"
-) -> Iterator[Split]:
+    data: Mapping[str, Rows],
+    batch_size: int,
+    generator: torch.Generator | None = None,
+    device: torch.device | str = "cpu",
+) -> Iterator[Batch]:
     """Slices of a split; shuffled when a generator is given."""
     n = len(next(iter(data.values())))
     order = torch.randperm(n, generator=generator) if generator is not None else torch.arange(n)
@@ -69,7 +82,8 @@ def batches(
         yield {k: v[idx].to(device) for k, v in data.items()}
 
 
-def split_size(data: Split) -> int:
+def split_size(data: Mapping[str, Rows]) -> int:
+    """Examples in a split or a batch."""
     return len(next(iter(data.values())))
 
 

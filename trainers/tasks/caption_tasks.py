@@ -1,19 +1,24 @@
-"""``captions`` (family ``ort``: BLEU-4, CIDEr-D) and ``caption-retrieval`` (family ``retrieval``:
-R@1/5/10 and MRR both ways) over a Karpathy-split caption JSON (see ``captions``)."""
+"""``captions`` (family ``ort``: BLEU-1..4, CIDEr-D as coco-caption computes them) and ``caption-retrieval``
+(family ``retrieval``: R@1/5/10 and MRR both ways) over a Karpathy-split caption JSON (see ``captions``)."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 from .base import batches
-from .caption_metrics import bleu4, cider_d
+from .caption_metrics import corpus_scores, in_percent
 from .captions import SPECIALS, CaptionData
+from .prepared import load_json
+from .ptb_tokenizer import ptb_tokenize
 from .scene_captions import tokens_to_words
 
 BOS, EOS, UNK = (SPECIALS.index(s) for s in ("<bos>", "<eos>", "<unk>"))
+UNK_WORD = SPECIALS[UNK]
+SKIPPED = frozenset(SPECIALS.index(s) for s in SPECIALS if s != UNK_WORD)
 
 
 def sequences(model, words: torch.Tensor) -> torch.Tensor:
@@ -41,15 +46,15 @@ def greedy(model, batch, max_len: int) -> list[list[int]]:
     return tokens_to_words(model, tokens[:, 1:].cpu())
 
 
-def reference_lists(refs: torch.Tensor) -> list[list[list[int]]]:
-    """(B, K, W) padded references -> per image its non-empty captions; <unk> becomes -1, which nothing matches."""
-    refs = refs.where(refs != UNK, -1)
-    return [[[w for w in r if w != 0] for r in img if r[0] != 0] for img in refs.tolist()]
+def caption_text(words: list[int], vocab: list[str]) -> str:
+    """Generated word ids as the text that is scored: padding, BOS and EOS left out, <unk> (or an id past the
+    vocabulary, which radix digits can spell) written UNK, a word no reference holds."""
+    return " ".join(vocab[w] if w < len(vocab) and vocab[w] != UNK_WORD else "UNK" for w in words if w not in SKIPPED)
 
 
 class Captions(CaptionData):
     name, family, metric = "captions", "ort", "cider"
-    metrics = {"cider": "maximize", "bleu4": "maximize", "loss": "minimize"}
+    metrics = {"cider": "maximize", **{f"bleu{n}": "maximize" for n in range(1, 5)}, "loss": "minimize"}
 
     def __init__(self, path: str | Path | None = None, min_word_count: int = 5, caption_words: int = 16):
         super().__init__(path, min_word_count, caption_words)
@@ -63,17 +68,24 @@ class Captions(CaptionData):
         logits = model(batch["regions"], batch["boxes"], seq[:, :-1], batch["region_mask"])
         return F.cross_entropy(logits.flatten(0, 1), seq[:, 1:].flatten(), ignore_index=0)
 
+    @functools.cached_property
+    def reference_tokens(self) -> list[list[list[str]]]:
+        """Per image, its references as pycocoevalcap's tokenizer gives them (validation and test images)."""
+        return load_json(self.folder, "reference_tokens.json")
+
     @torch.no_grad()
     def evaluate(self, model, data, batch_size=250):
         device = next(model.parameters()).device
-        hyps, refs, loss, n = [], [], 0.0, 0
+        images, texts, loss, n = [], [], 0.0, 0
         for b in batches(data, batch_size, device=device):
             loss += self.loss(model, b).item() * len(b["captions"])
             n += len(b["captions"])
-            hyps += greedy(model, b, sequences(model, b["captions"]).shape[1] - 1)
-            refs += reference_lists(b["references"].cpu())
-        # CIDEr-D in percent as papers print it (coco-caption's value x 100)
-        return {"cider": 100.0 * cider_d(hyps, refs), "bleu4": bleu4(hyps, refs), "loss": loss / n}
+            words = greedy(model, b, sequences(model, b["captions"]).shape[1] - 1)
+            texts += [caption_text(w, self.meta["vocab"]) for w in words]
+            images += b["image_index"].tolist()
+        # scored as coco-caption scores: the generated text and every reference, PTB-tokenized
+        scores = corpus_scores(ptb_tokenize(texts), [self.reference_tokens[i] for i in images])
+        return {**in_percent(scores), "loss": loss / n}
 
 
 def ranks(scores: torch.Tensor, caption_image: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -8,9 +8,12 @@ Layout::
     ROOT/features/<id>.npz     region features and boxes per image (see ``regions``): the id is
                                `cocoid` where the entry has one, else the number in `filename`
 
-`restval` images train (as Karpathy's split is used). The vocabulary holds the words of the training
-captions seen at least ``min_word_count`` times (5 by default, as Karpathy's preprocessing) after
-<pad>, <bos>, <eos>, <unk>; captions are cut at ``caption_words`` words (16 by default).
+`restval` images train (as Karpathy's split is used). Training reads each caption's ``tokens``, or where it
+has none its ``raw`` text tokenized as evaluation tokenizes it (``ptb_tokenizer``). The vocabulary holds the
+words of the training captions seen at least ``min_word_count`` times (5 by default, as Karpathy's
+preprocessing) after <pad>, <bos>, <eos>, <unk>; captions are cut at ``caption_words`` words (16 by default).
+Evaluation scores against every reference in full, as coco-caption does: the ``raw`` text (else the tokens)
+of each validation and test image's captions, tokenized once here as pycocoevalcap's PTBTokenizer does.
 """
 
 from __future__ import annotations
@@ -22,31 +25,36 @@ import numpy as np
 from .base import Split, Task
 from .lazy import ArrayRows
 from .prepared import fingerprint, load_array, load_json, needs_path, positive_option, prepared, save_json
+from .ptb_tokenizer import ptb_tokenize
 from .regions import build_index, feature_source, image_key, load_index, missing_hint, source_files
-from .text import PAD, UNK, build_vocab, encode, field, read_json, tokenize
+from .text import PAD, UNK, build_vocab, encode, field, read_json
 
 SPECIALS = (PAD, "<bos>", "<eos>", UNK)
 SPLIT_IDS = {"train": 0, "restval": 0, "val": 1, "test": 2}
 
 
-def _sentences(entry: dict, where: str) -> list[list[str]]:
+def _sentences(entry: dict, where: str) -> tuple[list[list[str]], list[str]]:
+    """An image's captions: the words training reads and the text evaluation scores against."""
     sentences = field(entry, "sentences", list, where)
     if not sentences:
         raise ValueError(f"{where} has no sentences")
-    out = []
+    words, texts = [], []
     for j, s in enumerate(sentences):
         w = f"{where}.sentences[{j}]"
         if isinstance(s, dict) and "tokens" in s:
-            words = field(s, "tokens", list, w)
-            if not all(isinstance(t, str) for t in words):
+            tokens = field(s, "tokens", list, w)
+            if not all(isinstance(t, str) for t in tokens):
                 raise ValueError(f"{w}: `tokens` must be a list of strings")
-            words = [t.lower() for t in words]
+            text = s["raw"] if isinstance(s.get("raw"), str) else " ".join(tokens)
+            tokens = [t.lower() for t in tokens]
         else:
-            words = tokenize(field(s, "raw", str, w))
-        if not words:  # an empty reference would end evaluation after training (CIDEr-D divides by them)
+            text = field(s, "raw", str, w)
+            tokens = ptb_tokenize([text])[0]
+        if not tokens:  # an empty reference would end evaluation after training (CIDEr-D divides by them)
             raise ValueError(f"{w} has no words")
-        out.append(words)
-    return out
+        words.append(tokens)
+        texts.append(text)
+    return words, texts
 
 
 class CaptionData(Task):
@@ -77,11 +85,11 @@ class CaptionData(Task):
         self.meta = load_json(self.folder, "meta.json")
         self.regions = load_index(self.folder)
 
-    def _read(self) -> tuple[list[str], list[int], list[list[list[str]]]]:
-        """Per image: its feature key, its split id and its sentences."""
+    def _read(self) -> tuple[list[str], list[int], list[list[list[str]]], list[list[str]]]:
+        """Per image: its feature key, its split id, its captions' words and their texts."""
         data = read_json(self.json, self.name)
         images = field(data, "images", list, f"{self.name}: {self.json}")
-        keys, splits, sentences = [], [], []
+        keys, splits, sentences, texts = [], [], [], []
         for i, entry in enumerate(images):
             where = f"{self.name}: {self.json}: images[{i}]"
             if isinstance(entry, dict) and "split" not in entry:
@@ -98,17 +106,19 @@ class CaptionData(Task):
                 else image_key(field(entry, "filename", str, where))
             )
             splits.append(SPLIT_IDS[split])
-            sentences.append(_sentences(entry, where))
+            words, text = _sentences(entry, where)
+            sentences.append(words)
+            texts.append(text)
         missing = sorted(set(range(3)) - set(splits))
         if missing:
             raise ValueError(
                 f"{self.name}: {self.json} has no {' or '.join(('train', 'val', 'test')[m] for m in missing)} "
                 f"images (each needs at least one)"
             )
-        return keys, splits, sentences
+        return keys, splits, sentences, texts
 
     def _build(self, out: Path) -> None:
-        keys, splits, sentences = self._read()
+        keys, splits, sentences, texts = self._read()
         build_index(self.features, out, set(keys))
         position = load_index(out).position()
         for i, key in enumerate(keys):
@@ -129,6 +139,13 @@ class CaptionData(Task):
         for i, sents in enumerate(sentences):
             refs[i, : len(sents)] = encode(sents, vocab, words)
         np.save(out / "references.npy", refs)
+        # the references evaluation scores against (validation and test images), tokenized in file order
+        scored = [i for i, sp in enumerate(splits) if sp != 0]
+        tokens = iter(ptb_tokenize([t for i in scored for t in texts[i]]))
+        reference_tokens: list[list[list[str]]] = [[] for _ in keys]
+        for i in scored:
+            reference_tokens[i] = [next(tokens) for _ in texts[i]]
+        save_json(out, "reference_tokens.json", reference_tokens)
         np.save(out / "image.npy", np.array([position[k] for k in keys], dtype=np.int64))
         np.save(out / "split.npy", np.array(splits, dtype=np.int8))
         save_json(out, "meta.json", {"vocab": vocab, "caption_words": words})
@@ -148,6 +165,7 @@ class CaptionData(Task):
                 }
             else:
                 out[name] = {
+                    "image_index": ArrayRows(np.arange(len(refs)), images),  # the row's image, for its references
                     "references": ArrayRows(refs, images),
                     "captions": ArrayRows(refs[:, 0], images),
                     **self.regions.columns(np.asarray(image)[images]),

@@ -53,13 +53,17 @@ class _ImageTask(Task):
         self.folder = self._prepare()
         self.classes = load_json(self.folder, "classes.json")
 
+    def _prepare(self) -> Path:
+        """The folder of the prepared arrays (pixels, labels, split, classes.json), built on first use."""
+        raise NotImplementedError
+
     def input_sizes(self):
         side = self.image_size // self.patch
         return {"grid": (side, side), "patch_features": self.patch * self.patch * 3, "num_classes": len(self.classes)}
 
     def load(self, seed: int = 0) -> dict[str, Split]:
         pixels, labels, split = (load_array(self.folder, n) for n in ("pixels", "labels", "split"))
-        out = {}
+        out: dict[str, Split] = {}
         for i, name in enumerate(SPLITS):
             index = np.flatnonzero(np.asarray(split) == i)
             out[name] = {"patches": PatchRows(pixels, index, self.patch), "labels": ArrayRows(labels, index)}
@@ -152,7 +156,7 @@ class ImageFolder(_ImageTask):
         for i, (p, _) in enumerate(listed):
             try:
                 with Image.open(p) as im:
-                    pixels[i] = np.asarray(im.convert("RGB").resize((self.image_size,) * 2, Image.BILINEAR))
+                    pixels[i] = np.asarray(im.convert("RGB").resize((self.image_size,) * 2, Image.Resampling.BILINEAR))
             except (UnidentifiedImageError, Image.DecompressionBombError, OSError) as exc:
                 raise ValueError(f"image-folder: {p} is not a readable image ({exc})") from None
         pixels.flush()

@@ -25,7 +25,7 @@ from searchspace import ConfigError
 from .cache import cache_dir
 
 # bump when what a task derives from the same inputs changes, so old caches are not read
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: vqa keeps official answer scores, captions keep PTB-tokenized references
 # text files up to this size are fingerprinted by content; larger files (features, images) by size and mtime
 CONTENT_LIMIT = 64 << 20
 

@@ -67,7 +67,7 @@ def _read_one(path: Path) -> tuple[str, int, int, np.ndarray | None]:
         raise ValueError(f"is not a readable .npz archive ({exc})") from None
     if len(shape) != 2 or not np.issubdtype(dtype, np.floating) or shape[0] == 0:
         raise ValueError(f"`{key}` must be a non-empty (regions, features) float array, found shape {shape} of {dtype}")
-    boxes = None
+    boxes: np.ndarray | None = None
     box_key = next((k for k in BOX_KEYS if k in members), None)
     if box_key:
         try:

@@ -1,7 +1,9 @@
-"""``scene-captions`` (family ``ort``): caption procedural scenes; BLEU-4 and exact match.
+"""``scene-captions`` (family ``ort``): caption procedural scenes; BLEU-1..4 and CIDEr-D as coco-caption
+computes them (x 100), and exact match.
 
 Teacher-forced cross-entropy for training; greedy decoding for evaluation. With ``radix_base`` the
-model reads and writes radix digits, which are decoded back to words before scoring.
+model reads and writes radix digits, which are decoded back to words before scoring. Each scene has one
+reference; its words are single tokens to coco-caption's tokenizer, so the word ids are scored directly.
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ import torch.nn.functional as F
 
 from searchspace.radix import RadixCodec
 
-from ..metrics import corpus_bleu
 from . import scenes
 from .base import batches
+from .caption_metrics import corpus_scores, in_percent
 
 BOS, EOS = 1, 2  # word-level specials (scenes.SPECIALS)
 
@@ -57,7 +59,12 @@ def greedy_decode(model, regions: torch.Tensor, boxes: torch.Tensor, max_len: in
 
 class SceneCaptions(scenes.SceneTask):
     name, family, metric = "scene-captions", "ort", "bleu4"
-    metrics = {"bleu4": "maximize", "exact_match": "maximize", "loss": "minimize"}
+    metrics = {
+        **{f"bleu{n}": "maximize" for n in range(1, 5)},
+        "cider": "maximize",
+        "exact_match": "maximize",
+        "loss": "minimize",
+    }
     caption_tokens = scenes.CAPTION_WORDS + 1  # the words plus EOS
 
     def loss(self, model, batch):
@@ -75,4 +82,5 @@ class SceneCaptions(scenes.SceneTask):
             hyps += tokens_to_words(model, greedy_decode(model, b["regions"], b["boxes"], max_len).cpu())
             refs += b["captions"].cpu().tolist()
         exact = sum(h == r for h, r in zip(hyps, refs)) / len(refs)
-        return {"bleu4": corpus_bleu(hyps, refs), "exact_match": exact, "loss": sum(losses) / len(refs)}
+        scores = in_percent(corpus_scores(hyps, [[r] for r in refs]))
+        return {**scores, "exact_match": exact, "loss": sum(losses) / len(refs)}

@@ -10,6 +10,8 @@ vocabulary is several thousand words with a long tail: the regime where radix en
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
@@ -102,6 +104,6 @@ class SceneTask(Task):
     def load(self, seed: int = 0) -> dict[str, Split]:
         # Fixed data whatever the training seed; each split from its own generator seed.
         return {
-            split: cached(f"scenes-v1-{split}-{n}", lambda n=n, s=i: generate(n, 2000 + s))
+            split: cached(f"scenes-v1-{split}-{n}", functools.partial(generate, n, 2000 + i))
             for i, (split, n) in enumerate(self.sizes.items())
         }

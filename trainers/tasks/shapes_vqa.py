@@ -9,6 +9,8 @@ need attention across regions. Answers are classified among 17 words.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -107,7 +109,7 @@ class ShapesVQA(Task):
     def load(self, seed: int = 0) -> dict[str, Split]:
         # Fixed data whatever the training seed; each split from its own generator seed.
         return {
-            split: cached(f"shapes-vqa-v1-{split}-{n}", lambda n=n, s=i: generate(n, 1000 + s))
+            split: cached(f"shapes-vqa-v1-{split}-{n}", functools.partial(generate, n, 1000 + i))
             for i, (split, n) in enumerate(self.sizes.items())
         }
 
