@@ -9,7 +9,7 @@ from typing import Any
 from searchspace.errors import LwnasError
 from tuners.store.urls import first_line, masked, scrub, sqlite_path
 
-# tables every Optuna RDB storage has (Optuna 1.x to 5.x); a database without them is not a sweep's storage
+# tables every RDB storage has once Optuna has set it up; a database without them is not a sweep's storage
 OPTUNA_TABLES = ("studies", "trials", "version_info", "alembic_version")
 CREATE_TRIES = 8  # RDBStorage set-ups of one new database by several drivers at once (each retry sees more of it)
 
