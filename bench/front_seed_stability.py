@@ -99,17 +99,17 @@ def kill_session(sid: int) -> None:
 
 
 # ---- the figures --------------------------------------------------------------------------------------
-def stability(trials: Sequence, names: Sequence[str], directions: Sequence[str], front_seeds: int) -> dict:
-    """Single-seed front against seed-mean front for one study's trials (Optuna ``FrozenTrial``s)."""
-    from searchspace.study import COST_METRICS
-    from tuners.fronts.pareto import pareto_front
+def stability(trials: Sequence, objectives: Sequence, front_seeds: int) -> dict:
+    """Single-seed front against seed-mean front for one study's trials (Optuna ``FrozenTrial``s) and its
+    objectives (``searchspace.study.Objective``)."""
+    from tuners.fronts.objectives import pareto_front
     from tuners.fronts.seeds import pareto_front_groups, pooled_std, seed_groups
 
-    metric = next(i for i, n in enumerate(names) if n not in COST_METRICS)  # the task metric
+    metric = next(i for i, o in enumerate(objectives) if not o.is_cost)  # the task metric
     groups = seed_groups(trials)
     by_first = {g.members[0].number: g for g in groups}
-    single_front = [by_first[r.number] for r in pareto_front([g.members[0] for g in groups], directions)]
-    mean_front = pareto_front_groups(groups, directions)
+    single_front = [by_first[r.number] for r in pareto_front([g.members[0] for g in groups], objectives)]
+    mean_front = pareto_front_groups(groups, objectives)
     on_mean_front = {g.number for g in mean_front}
 
     members = [
@@ -128,7 +128,7 @@ def stability(trials: Sequence, names: Sequence[str], directions: Sequence[str],
     stds = [g.std[metric] for g in mean_front if g.seeds > 1]
     ordered = sorted(g.record.values[metric] for g in mean_front)
     return {
-        "metric": names[metric],
+        "metric": objectives[metric].metric,
         "points": len(groups),
         "repeat_trials": sum(g.seeds - 1 for g in groups),
         "single_seed_front": len(members),
@@ -185,7 +185,7 @@ def summary(runs: Sequence[dict]) -> dict:
 def measure(task: str, seed: int, args: argparse.Namespace, folder: Path) -> dict:
     import optuna
 
-    from tuners.fronts.objectives import direction_names
+    from tuners.fronts.objectives import study_objectives
 
     study = study_dict(task, seed, args)
     study_file = folder / f"{study['name']}.yaml"
@@ -195,7 +195,7 @@ def measure(task: str, seed: int, args: argparse.Namespace, folder: Path) -> dic
     wall = run_sweep(study_file, storage, folder / "cache", args.sweep_timeout)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     ot = optuna.load_study(study_name=study["name"], storage=storage)
-    result = stability(ot.get_trials(deepcopy=False), ot.metric_names, direction_names(ot.directions), args.front_seeds)
+    result = stability(ot.get_trials(deepcopy=False), study_objectives(ot), args.front_seeds)
     return {"task": task, "study_seed": seed, "sweep_wall_s": round(wall, 1), **result}
 
 

@@ -167,9 +167,11 @@ def run_search(problem: str, sampler, trials: int, seed: int, checkpoints: list[
     import numpy as np
     import optuna
 
+    from searchspace.study import Objective
     from tuners.fronts import objectives
 
     directions, evaluate, ref = PROBLEMS[problem]()
+    goals = [Objective(f"f{i}", d) for i, d in enumerate(directions)]
     study = optuna.create_study(directions=directions, sampler=sampler)
     rng = np.random.default_rng(seed)
     feasible_true, out, t0 = [], {}, time.perf_counter()
@@ -181,8 +183,8 @@ def run_search(problem: str, sampler, trials: int, seed: int, checkpoints: list[
         if violation <= 0:
             feasible_true.append(true)
         if n in checkpoints:
-            points = objectives.minimised(np.array(feasible_true, dtype=float), directions)
-            out[n] = float(objectives.hypervolume(points, objectives.minimised(np.array(ref), directions)))
+            points = objectives.minimised(np.array(feasible_true, dtype=float), goals)
+            out[n] = float(objectives.hypervolume(points, objectives.minimised(np.array(ref), goals)))
     return {"hypervolume": out, "seconds": round(time.perf_counter() - t0, 1)}
 
 

@@ -81,7 +81,8 @@ def main() -> None:
 
     import ray
 
-    from tuners.fronts.pareto import hypervolume
+    from searchspace.study import Objective
+    from tuners.fronts.objectives import front_hypervolume
 
     monitor = LoadMonitor(threads=1)
     ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
@@ -95,7 +96,7 @@ def main() -> None:
                     arms[(sampler, scheduler, seed)] = run_arm(
                         sampler, scheduler, seed, args.epochs, args.compute, storage
                     )
-    objectives = [("accuracy", "maximize"), ("params", "minimize")]
+    objectives = [Objective("accuracy", "maximize"), Objective("params", "minimize")]
     largest = max(r.values[1] for arm in arms.values() for r in arm["records"] if r.values)
     ref = [0.0, 1.1 * largest]
     results = []
@@ -105,7 +106,7 @@ def main() -> None:
                 "sampler": sampler,
                 "scheduler": scheduler,
                 "seed": seed,
-                "hypervolume": round(hypervolume(arm["records"], objectives, ref), 2),
+                "hypervolume": round(front_hypervolume(arm["records"], objectives, ref), 2),
                 "trials_within_compute": len(arm["records"]),
                 "epochs_used": arm["epochs_used"],
                 "trials_run": arm["trials_run"],

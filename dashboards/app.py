@@ -24,6 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError  # noqa: E402
 from dashboards import study_views, views  # noqa: E402
 from dashboards.data import StudyData, TrialCache, list_studies  # noqa: E402
 from dashboards.text import md  # noqa: E402
+from searchspace.study import MAXIMIZE  # noqa: E402
 from tuners.store.connection import StorageError
 from tuners.store.keys import DEFAULT_STORAGE
 from tuners.store.outcomes import Outcome  # noqa: E402
@@ -114,7 +115,7 @@ def selection_controls(data: StudyData) -> None:
 def summary(data: StudyData, url: str) -> None:
     st.title(md(data.name), anchor=False)
     counts = data.frame["outcome"].value_counts().to_dict()
-    objectives = ", ".join(f"{md(m)} ({'max' if d == 'maximize' else 'min'})" for m, d in data.objectives)
+    objectives = ", ".join(f"{md(o.metric)} ({'max' if o.direction == MAXIMIZE else 'min'})" for o in data.objectives)
     st.caption(
         f"task {md(data.spec.get('task', '—'))} · objectives {objectives} · storage {md(masked(url))}"
         + (f" · {md(data.spec['description'])}" if data.spec.get("description") else "")

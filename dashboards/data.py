@@ -24,8 +24,14 @@ import optuna
 import pandas as pd
 from optuna.trial import TrialState
 
-from tuners.fronts.objectives import direction_names, minimised, nondominated
-from tuners.fronts.pareto import front_candidates, hypervolume, reference_point
+from searchspace.study import MAXIMIZE, Objective
+from tuners.fronts.objectives import (
+    decoded_objectives,
+    front_candidates,
+    front_reference_point,
+    hypervolume_over_trials,
+    nondominated_records,
+)
 from tuners.fronts.seeds import SeedGroup, groups_of
 from tuners.store import keys
 from tuners.store.connection import open_storage
@@ -49,14 +55,11 @@ def connect(url: str) -> Any:
     return open_storage(url, read_only=True)
 
 
-def objectives_of(storage: Any, name: str, user_attrs: dict[str, Any], directions: list) -> list[tuple[str, str]]:
-    """``[(metric, direction), ...]`` of a study, in Optuna's value order."""
-    stored = user_attrs.get(keys.STUDY_OBJECTIVES)
-    if stored and len(stored) == len(directions):
-        return [(str(m), str(d)) for m, d in stored]
-    names = optuna.load_study(study_name=name, storage=storage).metric_names
-    names = names or [f"objective_{i}" for i in range(len(directions))]
-    return list(zip(names, direction_names(directions)))
+def objectives_of(storage: Any, name: str, user_attrs: dict[str, Any], directions: list) -> tuple[Objective, ...]:
+    """A study's objectives in Optuna's value order (its metric names are read only if it stores no objectives)."""
+    return decoded_objectives(
+        user_attrs, directions, lambda: optuna.load_study(study_name=name, storage=storage).metric_names
+    )
 
 
 def count_trials(storage: Any, study_id: int, at_least: int = 0) -> int:
@@ -115,7 +118,7 @@ def list_studies(url: str) -> pd.DataFrame:
                 "study": frozen.study_name,
                 "trials": n,
                 "state": study_state(storage, sid, n, running, recent),
-                "objectives": ", ".join(f"{m} {'↑' if d == 'maximize' else '↓'}" for m, d in objectives),
+                "objectives": ", ".join(f"{o.metric} {'↑' if o.direction == MAXIMIZE else '↓'}" for o in objectives),
                 "last update": max(times) if times else None,
             }
         )
@@ -164,7 +167,7 @@ class StudyData:
     """One study as loaded at one moment: plain records plus a frame for tables and plots."""
 
     name: str
-    objectives: list[tuple[str, str]]
+    objectives: tuple[Objective, ...]
     spec: dict[str, Any]
     rejected: dict[str, Any] | None
     records: list[TrialRecord]
@@ -201,11 +204,7 @@ class StudyData:
 
     @property
     def metrics(self) -> list[str]:
-        return [m for m, _ in self.objectives]
-
-    @property
-    def directions(self) -> list[str]:
-        return [d for _, d in self.objectives]
+        return [o.metric for o in self.objectives]
 
     @property
     def running(self) -> int:
@@ -234,7 +233,7 @@ class StudyData:
 
     @cached_property
     def reference_point(self) -> list[float]:
-        return reference_point(self.records, self.objectives)
+        return front_reference_point(self.records, self.objectives)
 
     @cached_property
     def frame(self) -> pd.DataFrame:
@@ -396,10 +395,9 @@ class StudyData:
     def _front(self, metrics: tuple[str, ...]) -> list[TrialRecord]:
         if metrics not in self._fronts:
             idx = [self.metrics.index(m) for m in metrics]
-            directions = [self.directions[i] for i in idx]
 
             def compute(records: list[TrialRecord]) -> list[TrialRecord]:
-                return non_dominated(records, idx, directions)
+                return nondominated_records(records, self.objectives, idx)
 
             self._fronts[metrics] = (
                 self.live.memo.front(metrics, self.live.size, compute, lambda: self.candidates)
@@ -410,31 +408,10 @@ class StudyData:
 
     @cached_property
     def hypervolume_over_trials(self) -> pd.DataFrame:
-        """Hypervolume of the trials up to each trial number (incremental; equals tuners.fronts.pareto's)."""
-        ref = self.reference_point
-        candidates = {r.number for r in self.candidates}
-        front: list[TrialRecord] = []
-        current, rows = 0.0, []
-
-        def point(r: TrialRecord) -> np.ndarray:
-            return minimised(r.values, self.directions)
-
-        for r in sorted(self.records, key=lambda r: r.number):
-            if r.number in candidates:
-                p = point(r)
-                if not any(np.all(point(f) <= p) for f in front):  # weakly dominated: the front is unchanged
-                    front = [f for f in front if not np.all(p <= point(f))] + [r]
-                    current = hypervolume(front, self.objectives, ref)
-            rows.append((r.number, current))
+        """Hypervolume of the trials up to each trial number (``tuners.fronts.objectives``, from this load's
+        reference point and candidates)."""
+        rows = hypervolume_over_trials(self.records, self.objectives, self.reference_point, self.candidates)
         return pd.DataFrame(rows, columns=["trial", "hypervolume"])
-
-
-def non_dominated(records: list[TrialRecord], idx: list[int], directions: list[str]) -> list[TrialRecord]:
-    """Records not dominated on the objectives ``idx`` (weakly worse everywhere, strictly somewhere)."""
-    if not records:
-        return []
-    mask = nondominated(minimised([[r.values[i] for i in idx] for r in records], directions))
-    return sorted((r for r, keep in zip(records, mask) if keep), key=lambda r: r.values[idx[0]])
 
 
 class TrialCache:

@@ -10,7 +10,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
 
-from tuners.fronts.objectives import signs
+from searchspace.study import Objective
+from tuners.fronts.objectives import minimised_value
 
 from .data import StudyData, connect
 from .text import plotly_text
@@ -37,16 +38,16 @@ def knob_importances(url: str, data: StudyData) -> pd.DataFrame:
         )
     study = optuna.load_study(study_name=data.name, storage=connect(url))
     rows = []
-    for i, (metric, direction) in enumerate(data.objectives):
-        sign = float(signs([direction])[0])  # PED-ANOVA treats lower targets as better
+    for i, objective in enumerate(data.objectives):
 
-        def target(t: optuna.trial.FrozenTrial, i: int = i, sign: float = sign) -> float:
-            return sign * t.values[i] if t.number in candidates else math.nan  # NaN: left out
+        def target(t: optuna.trial.FrozenTrial, i: int = i, objective: Objective = objective) -> float:
+            # PED-ANOVA treats lower targets as better; NaN: left out
+            return minimised_value(t.values[i], objective) if t.number in candidates else math.nan
 
         with warnings.catch_warnings():  # "importances will be equal" when a knob never varies
             warnings.simplefilter("ignore")
             scores = get_param_importances(study, evaluator=PedAnovaImportanceEvaluator(), target=target)
-        rows += [{"objective": metric, "knob": k, "importance": float(v)} for k, v in scores.items()]
+        rows += [{"objective": objective.metric, "knob": k, "importance": float(v)} for k, v in scores.items()]
     return pd.DataFrame(rows, columns=["objective", "knob", "importance"])
 
 

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from tuners.fronts.pareto import front_candidates
+from tuners.fronts.objectives import front_candidates
 from tuners.fronts.seeds import SeedGroup, groups_of
 from tuners.store.record import TrialRecord
 

@@ -15,6 +15,8 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
+from searchspace.study import MAXIMIZE
+from tuners.fronts.objectives import beyond_worst
 from tuners.store.outcomes import Outcome
 
 from .data import StudyData, plot_value
@@ -98,7 +100,7 @@ def points(data: StudyData, metrics: list[str]) -> pd.DataFrame:
         if missing.any() and (~missing).any():
             lo, hi = np.nanmin(values), np.nanmax(values)
             pad = 0.05 * (hi - lo or abs(hi) or 1.0)
-            values[missing] = lo - pad if data.directions[i] == "maximize" else hi + pad
+            values[missing] = beyond_worst(lo, hi, pad, data.objectives[i])
             note[missing] = note[missing] + f"<br>{plotly_text(m)}: never trained (drawn at the axis edge)"
         df[m] = values
     df["note"] = note
@@ -178,8 +180,8 @@ def front_figure(
 
 
 def _axis_title(data: StudyData, metric: str) -> str:
-    direction = data.directions[data.metrics.index(metric)]
-    return f"{plotly_text(metric)} ({'higher' if direction == 'maximize' else 'lower'} is better)"
+    objective = data.objectives[data.metrics.index(metric)]
+    return f"{plotly_text(metric)} ({'higher' if objective.direction == MAXIMIZE else 'lower'} is better)"
 
 
 def front_3d_figure(data: StudyData, metrics: list[str], colour: str = "outcome") -> go.Figure:

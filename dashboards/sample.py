@@ -27,8 +27,9 @@ from searchspace.convert import optuna_search_space
 from searchspace.knobs import ARCH
 from searchspace.space import SearchSpace
 from searchspace.space_check import checked_space
+from searchspace.study import Objective
 from searchspace.training import TrainSettings
-from tuners.fronts.objectives import worst_value
+from tuners.fronts.objectives import encoded_objectives, worst_value
 from tuners.store import keys
 from tuners.store.bulk_write import insert_trials
 from tuners.store.connection import open_storage
@@ -37,7 +38,11 @@ from tuners.store.record import TrialRecord, planned_attrs, trial_seed, trial_tr
 
 MAX_PARAMS = 80_000  # the constraint: larger points are infeasible and never trained
 EPOCHS = 10
-DIRECTIONS = {"accuracy": "maximize", "params": "minimize", "madds": "minimize"}
+OBJECTIVES = {  # the objectives a sample study may have, by metric
+    "accuracy": Objective("accuracy", "maximize"),
+    "params": Objective("params", "minimize"),
+    "madds": Objective("madds", "minimize"),
+}
 FAMILY = "encoder"
 # Knobs the sample draws over a range of its own: the quickstart study's widths, depths and learning rate
 # (studies/quickstart.yaml), T-EMDE's sketch against mean pooling, and ACORT's sharing by pattern family.
@@ -86,7 +91,7 @@ def study_spec(name: str, objectives: tuple[str, ...]) -> dict[str, Any]:
         "name": name,
         "description": "synthetic trials (dashboards.sample): nothing was trained",
         "task": "digits",
-        "objectives": [{"metric": m, "direction": DIRECTIONS[m]} for m in objectives],
+        "objectives": [{"metric": m, "direction": OBJECTIVES[m].direction} for m in objectives],
         "constraints": {"params": {"max": MAX_PARAMS}},
         "budget": {"trials": 16, "epochs": EPOCHS},
         "tuner": {"sampler": "nsga2", "scheduler": "none", "max_concurrent": 2, "seed": STUDY_SEED},
@@ -180,7 +185,7 @@ def make_trial(
     state, values, epochs = TrialState.COMPLETE, None, []
     if outcome == Outcome.INFEASIBLE:
         attrs[keys.FAILURE] = f"breaks params <= {MAX_PARAMS:g}"
-        values = [costs[m] if m in costs else worst_value(DIRECTIONS[m]) for m in objectives]
+        values = [costs[m] if m in costs else worst_value(OBJECTIVES[m]) for m in objectives]
     else:
         final = accuracy_of(p, costs["params"], rng)
         trained = {
@@ -232,12 +237,13 @@ def seed_study(
     """
     if isinstance(storage, str):
         storage = open_storage(storage, create=True)
-    ot_study = optuna.create_study(study_name=name, storage=storage, directions=[DIRECTIONS[m] for m in objectives])
+    chosen = [OBJECTIVES[m] for m in objectives]
+    ot_study = optuna.create_study(study_name=name, storage=storage, directions=[o.direction for o in chosen])
     with warnings.catch_warnings():  # experimental in Optuna 5 (as in tuners.driver.sweep)
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         ot_study.set_metric_names(list(objectives))
     ot_study.set_user_attr(keys.STUDY_SPEC, study_spec(name, objectives))
-    ot_study.set_user_attr(keys.STUDY_OBJECTIVES, [[m, DIRECTIONS[m]] for m in objectives])
+    ot_study.set_user_attr(keys.STUDY_OBJECTIVES, encoded_objectives(chosen))
     ot_study.set_user_attr(keys.STUDY_VERSION, "sample")
     rng = np.random.default_rng(seed)
     start = dt.datetime(2026, 1, 1, 9, 0, 0)

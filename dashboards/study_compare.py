@@ -4,11 +4,12 @@ across refreshes). Reads storage only."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tuners.fronts.objectives import reference_point as objective_reference_point
-from tuners.fronts.pareto import front_candidates, hypervolume
+from searchspace.study import Objective
+from tuners.fronts.objectives import front_hypervolume, front_reference_point
 from tuners.fronts.seeds import pareto_front_groups, seed_groups
 from tuners.store import keys
 from tuners.store.record import TrialRecord, record_of
@@ -24,7 +25,7 @@ class StudyFront:
     means: list[TrialRecord]  # each point's seed mean (a trial of its own where none was repeated)
 
 
-def comparable_studies(url: str, task: str, objectives: list[tuple[str, str]]) -> list[str]:
+def comparable_studies(url: str, task: str, objectives: tuple[Objective, ...]) -> list[str]:
     """Studies in ``url`` of ``task`` with the same objectives (metric and direction, in order)."""
     storage = connect(url)
     names = []
@@ -38,27 +39,25 @@ def comparable_studies(url: str, task: str, objectives: list[tuple[str, str]]) -
     return sorted(names)
 
 
-def study_fronts(url: str, names: list[str], objectives: list[tuple[str, str]]) -> list[StudyFront]:
+def study_fronts(url: str, names: list[str], objectives: Sequence[Objective]) -> list[StudyFront]:
     """Each study's records and its Pareto front, on the seed means as `lwnas status` computes it."""
     storage = connect(url)
-    directions = [d for _, d in objectives]
     out = []
     for name in names:
         trials = storage.get_all_trials(storage.get_study_id_from_name(name), deepcopy=False)
         groups = seed_groups(trials)
-        front = [g.record for g in pareto_front_groups(groups, directions)]
+        front = [g.record for g in pareto_front_groups(groups, objectives)]
         out.append(StudyFront(name, [record_of(t) for t in trials], front, [g.record for g in groups]))
     return out
 
 
-def shared_reference_point(fronts: list[StudyFront], objectives: list[tuple[str, str]]) -> list[float]:
+def shared_reference_point(fronts: list[StudyFront], objectives: Sequence[Objective]) -> list[float]:
     """The reference point of the union of the studies' candidate trials (``tuners.fronts.objectives``' rule)."""
-    values = [r.values for f in fronts for r in front_candidates(f.means)]
-    return objective_reference_point(values, [d for _, d in objectives])
+    return front_reference_point([r for f in fronts for r in f.means], objectives)
 
 
 def hypervolume_table(
-    fronts: list[StudyFront], objectives: list[tuple[str, str]], ref: list[float]
+    fronts: list[StudyFront], objectives: Sequence[Objective], ref: list[float]
 ) -> list[dict[str, Any]]:
     """One row per study: trials, front size and hypervolume (of the seed means) measured from ``ref``."""
     return [
@@ -66,7 +65,7 @@ def hypervolume_table(
             "study": f.name,
             "trials": len(f.records),
             "on the front": len(f.front),
-            "hypervolume": hypervolume(f.means, objectives, ref),
+            "hypervolume": front_hypervolume(f.means, objectives, ref),
         }
         for f in fronts
     ]

@@ -87,7 +87,7 @@ def confirmation_tab(data: StudyData) -> None:
 
 def seed_front_section(data: StudyData, x: str, y: str) -> None:
     """The front of the seed means (``budget.front_seeds``) with mean ± std error bars and a seeds column."""
-    front = pareto_front_groups(data.seed_groups, data.directions)
+    front = pareto_front_groups(data.seed_groups, data.objectives)
     ix, iy = data.metrics.index(x), data.metrics.index(y)
     fig = go.Figure(
         go.Scatter(

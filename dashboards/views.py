@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 import yaml
 
+from searchspace.study import MAXIMIZE
 from tuners.store.outcomes import Outcome
 
 from . import importance, plots, study_views
@@ -159,7 +160,7 @@ def trials_tab(data: StudyData) -> None:
     sortable = ["trial", *data.metrics, *[c for c in COST_METRICS if c in frame and c not in data.metrics]]
     c1, c2 = st.columns([2, 1])
     by = c1.selectbox("Sort by", sortable, key="sort_by")
-    maximised = by in data.metrics and data.directions[data.metrics.index(by)] == "maximize"
+    maximised = by in data.metrics and data.objectives[data.metrics.index(by)].direction == MAXIMIZE
     descending = c2.toggle("Descending", value=maximised, key=f"sort_descending_{by}")
     shown = frame[mask].sort_values(by, ascending=not descending, na_position="last", kind="stable")
     columns = [

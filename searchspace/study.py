@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .config import FAMILIES
 from .domains import Fixed
@@ -24,7 +24,10 @@ from .training import STUDY_TRAINING_KEYS, training_value_problem
 from .yamlsource import YamlProblem, line_of, load_located, loads_located
 
 COST_METRICS = ("params", "madds", "memory", *LATENCY_METRICS)  # latency*: measured ms (latency_settings)
-DIRECTIONS = ("maximize", "minimize")
+Direction = Literal["maximize", "minimize"]
+MAXIMIZE: Direction = "maximize"
+MINIMIZE: Direction = "minimize"
+DIRECTIONS: tuple[Direction, ...] = (MAXIMIZE, MINIMIZE)
 SAMPLERS = ("nsga2", "tpe", "gp", "random", "nni-tpe", "nni-evolution")
 SCHEDULERS = ("none", "mo-asha")
 WINDOWED_SAMPLERS = ("tpe", "gp")  # samplers whose ask reads every finished trial: they get a window
@@ -58,8 +61,14 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 
 @dataclass(frozen=True)
 class Objective:
+    """One objective of a study, the one shape objectives travel in from this parser to the dashboard.
+
+    A study stores its objectives as ``[[metric, direction], ...]`` (``tuners.fronts.objectives``
+    encodes and decodes that, and holds every sign flip, dominance test and hypervolume).
+    """
+
     metric: str
-    direction: str  # maximize | minimize
+    direction: Direction
 
     @property
     def is_cost(self) -> bool:
@@ -325,7 +334,7 @@ def _objectives(raw: Any, problems: list) -> tuple[Objective, ...]:
         for key in extra:
             problems.append(((*where, key), f"unknown key{did_you_mean(str(key), ('metric', 'direction'))}"))
         metric = item["metric"]
-        default = "minimize" if metric in COST_METRICS else "maximize"
+        default: Direction = MINIMIZE if metric in COST_METRICS else MAXIMIZE
         direction = item.get("direction") or default
         if direction not in DIRECTIONS:
             problems.append((where, f"direction must be maximize or minimize, got {shown(direction)}"))

@@ -23,11 +23,11 @@ from streamlit.runtime.media_file_manager import MediaFileManager  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
-from dashboards.data import TrialCache, non_dominated  # noqa: E402
+from dashboards.data import TrialCache  # noqa: E402
 from dashboards.plots import KNOB_COLOURS  # noqa: E402
 from dashboards.sample import seed_study  # noqa: E402
 from tuners.export.configs import export_file_name, export_text  # noqa: E402
-from tuners.fronts.pareto import hypervolume_over_trials, pareto_front  # noqa: E402
+from tuners.fronts.objectives import front_hypervolume, nondominated_records, pareto_front  # noqa: E402
 from tuners.store.record import record_of  # noqa: E402
 
 APP = Path(__file__).resolve().parent.parent / "dashboards" / "app.py"
@@ -228,12 +228,19 @@ def test_export_of_one_trial_is_its_yaml(seeded, monkeypatch, downloads, tmp_pat
     assert {file_name: data} == lwnas_export(url, "seeded", [number], tmp_path / "cli")
 
 
+def hypervolume_of_each_prefix(data) -> list[tuple[int, float]]:
+    """(trial, hypervolume of the trials up to it), each measured afresh: what the incremental one must equal."""
+    ordered = sorted(data.records, key=lambda r: r.number)
+    ref = data.reference_point
+    return [(r.number, front_hypervolume(ordered[: i + 1], data.objectives, ref)) for i, r in enumerate(ordered)]
+
+
 def test_hypervolume_over_trials_with_reference_point(seeded, monkeypatch):
     url, study = seeded
     at = run_app(url, monkeypatch, "Hypervolume")
     fig = chart(at, "hypervolume_chart")
     data = TrialCache(url, "seeded").load()
-    expected = hypervolume_over_trials(data.records, data.objectives, data.reference_point)
+    expected = hypervolume_of_each_prefix(data)
     assert values(fig["data"][0]["x"]) == [n for n, _ in expected]
     assert np.allclose(values(fig["data"][0]["y"]), [v for _, v in expected])
     assert "reference point: accuracy 0, params" in fig["layout"]["title"]["text"]
@@ -369,11 +376,13 @@ def test_front_and_hypervolume_match_tuners(seed, tmp_path):
     url = f"sqlite:///{tmp_path / 'x.db'}"
     seed_study(url, name="x", trials=50, seed=seed, objectives=("accuracy", "params", "madds"))
     data = TrialCache(url, "x").load()
-    assert [r.number for r in data.front()] == [r.number for r in pareto_front(data.records, data.directions)]
+    assert [r.number for r in data.front()] == [r.number for r in pareto_front(data.records, data.objectives)]
     projected = [r.__class__(**{**r.__dict__, "values": [r.values[0], r.values[2]]}) for r in data.candidates]
-    two_d = non_dominated(data.candidates, [0, 2], ["maximize", "minimize"])
-    assert [r.number for r in two_d] == [r.number for r in pareto_front(projected, ["maximize", "minimize"])]
-    reference = hypervolume_over_trials(data.records, data.objectives, data.reference_point)
+    two_d = nondominated_records(data.candidates, data.objectives, [0, 2])
+    assert [r.number for r in two_d] == [
+        r.number for r in pareto_front(projected, [data.objectives[0], data.objectives[2]])
+    ]
+    reference = hypervolume_of_each_prefix(data)
     assert np.allclose(data.hypervolume_over_trials["hypervolume"], [v for _, v in reference])
 
 

@@ -319,14 +319,16 @@ return Object.fromEntries(plot.data.map((t, i) => [t.name, plot.querySelectorAll
 
 def test_compare_studies_overlays_two_fronts(lwnas_dashboard, browser, tmp_path):
     from dashboards.sample import seed_study
-    from tuners.fronts.pareto import pareto_front
+    from searchspace.study import Objective
+    from tuners.fronts.objectives import pareto_front
     from tuners.store.record import record_of
 
     url = f"sqlite:///{tmp_path / 'lwnas.db'}"
     fronts = {}
     for name, seed in (("lw", 1), ("acort", 2)):
         study = seed_study(url, name=name, trials=40, seed=seed)
-        fronts[name] = len(pareto_front([record_of(t) for t in study.get_trials()], ["maximize", "minimize"]))
+        objectives = [Objective("accuracy", "maximize"), Objective("params", "minimize")]
+        fronts[name] = len(pareto_front([record_of(t) for t in study.get_trials()], objectives))
     browser.get(lwnas_dashboard(url))
     wait_text(browser, "Pareto front")
     open_tab(browser, "Compare studies")

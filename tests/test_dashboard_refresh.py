@@ -9,9 +9,9 @@ import numpy as np
 import optuna
 import pandas as pd
 
-from dashboards.data import TrialCache, non_dominated
+from dashboards.data import TrialCache
 from dashboards.sample import make_trial, seed_study
-from tuners.fronts.pareto import front_candidates
+from tuners.fronts.objectives import front_candidates, nondominated_records
 from tuners.store import keys
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -169,5 +169,5 @@ def test_refreshed_groups_and_fronts_equal_a_build_from_scratch(tmp_path):
     assert [r.number for r in data.front()][:1] == [running.number]  # the finished trial leads the front
     assert data.seeds[grouped] == 3
     assert [r.number for r in unseen.front()] == [
-        r.number for r in non_dominated(front_candidates(unseen.records), [0, 1, 2], unseen.directions)
+        r.number for r in nondominated_records(front_candidates(unseen.records), unseen.objectives, [0, 1, 2])
     ]

@@ -16,14 +16,14 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from test_dashboard import chart, values  # noqa: E402  (the figure readers the other AppTests use)
 
 from dashboards.sample import seed_study  # noqa: E402
+from searchspace.study import Objective  # noqa: E402
 from tuners.export.confirm import Confirmed, agreement, record_confirmation  # noqa: E402
-from tuners.fronts.objectives import reference_point  # noqa: E402
-from tuners.fronts.pareto import front_candidates, hypervolume, pareto_front  # noqa: E402
+from tuners.fronts.objectives import front_candidates, front_hypervolume, pareto_front, reference_point  # noqa: E402
 from tuners.store.record import record_of  # noqa: E402
 
 APP = str(Path(__file__).resolve().parent.parent / "dashboards" / "app.py")
 TIMEOUT = 120
-OBJECTIVES = [("accuracy", "maximize"), ("params", "minimize")]
+OBJECTIVES = [Objective("accuracy", "maximize"), Objective("params", "minimize")]
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
@@ -56,7 +56,7 @@ def test_confirmation_view_plots_sweep_against_confirmed(tmp_path, monkeypatch):
     assert any("No confirmation yet" in i.value for i in at.info)
 
     recs = records(ot_study)
-    front = pareto_front(recs, ["maximize", "minimize"])
+    front = pareto_front(recs, OBJECTIVES)
     dominated = [r for r in front_candidates(recs) if r not in front][:2]
     results = [
         Confirmed(r, role, {"accuracy": r.values[0]}, {"accuracy": r.values[0] * 1.1 - 0.01 * i})
@@ -92,22 +92,22 @@ def test_compare_studies_overlays_fronts_with_one_frozen_reference_point(tmp_pat
     assert not at.exception, [e.value for e in at.exception]
 
     union = [r.values for s in (a, b) for r in front_candidates(records(s))]
-    ref = reference_point(union, ["maximize", "minimize"])
+    ref = reference_point(union, OBJECTIVES)
     assert [at.number_input(key=f"compare_ref_{i}").value for i in range(2)] == pytest.approx(ref)
     rows = table(at, "hypervolume").set_index("study")
     for name, s in (("a", a), ("b", b)):
-        assert rows.loc[name, "hypervolume"] == pytest.approx(hypervolume(records(s), OBJECTIVES, ref))
-        assert rows.loc[name, "on the front"] == len(pareto_front(records(s), ["maximize", "minimize"]))
+        assert rows.loc[name, "hypervolume"] == pytest.approx(front_hypervolume(records(s), OBJECTIVES, ref))
+        assert rows.loc[name, "on the front"] == len(pareto_front(records(s), OBJECTIVES))
     fronts = {t["name"]: sorted(int(c[0]) for c in t["customdata"]) for t in chart(at, "compare_chart")["data"]}
     assert fronts == {
-        n: sorted(r.number for r in pareto_front(records(s), ["maximize", "minimize"])) for n, s in (("a", a), ("b", b))
+        n: sorted(r.number for r in pareto_front(records(s), OBJECTIVES)) for n, s in (("a", a), ("b", b))
     }
 
     # a new study of the task leaves the reference point where it was, until the user resets it
     c = seed_study(url, name="c", trials=5, seed=11)
     c.add_trial(optuna.trial.create_trial(values=[0.3, 120_000.0], user_attrs={"outcome": "complete"}))  # larger
     union_c = union + [r.values for r in front_candidates(records(c))]
-    moved = reference_point(union_c, ["maximize", "minimize"])
+    moved = reference_point(union_c, OBJECTIVES)
     assert moved != ref  # otherwise this check would prove nothing
     at.run()
     assert [at.number_input(key=f"compare_ref_{i}").value for i in range(2)] == pytest.approx(ref)
@@ -117,8 +117,8 @@ def test_compare_studies_overlays_fronts_with_one_frozen_reference_point(tmp_pat
     # a reference point the user types is the one every study is measured from
     at = at.number_input(key="compare_ref_1").set_value(50_000.0).run()
     rows = table(at, "hypervolume").set_index("study")
-    assert rows.loc["a", "hypervolume"] == pytest.approx(hypervolume(records(a), OBJECTIVES, [0.0, 50_000.0]))
-    assert not math.isclose(rows.loc["a", "hypervolume"], hypervolume(records(a), OBJECTIVES, moved))
+    assert rows.loc["a", "hypervolume"] == pytest.approx(front_hypervolume(records(a), OBJECTIVES, [0.0, 50_000.0]))
+    assert not math.isclose(rows.loc["a", "hypervolume"], front_hypervolume(records(a), OBJECTIVES, moved))
 
     # it outlives the tab: another view and back keep it
     at.session_state["view"] = "Trials"

@@ -7,7 +7,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from test_front_seeds import DIRECTIONS, study_with
+from test_front_seeds import OBJECTIVES, study_with
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from front_seed_stability import stability, summary  # noqa: E402
@@ -27,7 +27,7 @@ def test_single_seed_front_members_that_fall_off_once_their_seeds_are_averaged()
             (0.94, 30, 3),
         ]
     )
-    result = stability(study.get_trials(), ["accuracy", "params"], DIRECTIONS, front_seeds=3)
+    result = stability(study.get_trials(), OBJECTIVES, front_seeds=3)
     members = {m["trial"]: m for m in result["single_seed_front_members"]}
     assert sorted(members) == [0, 2, 3, 4]
     assert {n: m["on_seed_mean_front"] for n, m in members.items()} == {0: False, 2: True, 3: True, 4: True}

@@ -12,11 +12,12 @@ import optuna
 import yaml
 from sweep_procs import COUNTED, TINY_STUDY, lwnas, outcome, proc_env, read_trials, run_proc
 
+from searchspace.study import Objective
 from tuners.fronts.seeds import pareto_front_groups, repeats_needed, seed_groups
 from tuners.store import keys
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
-DIRECTIONS = ["maximize", "minimize"]
+OBJECTIVES = [Objective("accuracy", "maximize"), Objective("params", "minimize")]
 
 
 def study_with(points: list[tuple[float, float, int | None]]) -> optuna.Study:
@@ -43,7 +44,7 @@ def test_groups_average_their_seeds_and_the_front_is_on_the_means():
     assert {n: [m.number for m in g.members] for n, g in groups.items()} == {0: [0, 2, 3], 1: [1], 4: [4]}
     assert groups[0].record.values[0] == statistics.mean([0.9, 0.5, 0.4])
     assert groups[0].std[0] == statistics.stdev([0.9, 0.5, 0.4]) and groups[1].std == [None, None]
-    assert [g.number for g in pareto_front_groups(list(groups.values()), DIRECTIONS)] == [4, 1]
+    assert [g.number for g in pareto_front_groups(list(groups.values()), OBJECTIVES)] == [4, 1]
 
 
 def test_repeats_are_queued_for_the_front_until_each_point_has_its_seeds():

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 
-from searchspace.study import StopWhen
+from searchspace.study import Objective, StopWhen
 from tuners.driver.front_stop import counted_in_order, front_stalled
 from tuners.store.record import TrialRecord
 
-OBJECTIVES = [("accuracy", "maximize"), ("params", "minimize")]
+OBJECTIVES = [Objective("accuracy", "maximize"), Objective("params", "minimize")]
 T0 = dt.datetime(2026, 1, 1)
 
 

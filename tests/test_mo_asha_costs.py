@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import torch
 
 from searchspace import ArchConfig
+from searchspace.study import Objective
 from trainers.cost import cost
 from trainers.loop import TrainSettings
 from trainers.tasks import resolve_task
@@ -41,7 +42,7 @@ def planned(number: int, d_model: int, latency: float) -> TrialRecord:
 
 def test_each_report_carries_the_planned_costs_and_mo_asha_ranks_on_them():
     scheduler = MOASHA(
-        [("val_accuracy", "maximize"), ("memory", "minimize"), ("latency", "minimize")],
+        [Objective("accuracy", "maximize"), Objective("memory", "minimize"), Objective("latency", "minimize")],
         max_epochs=2,
         grace_epochs=1,
         reduction_factor=2,

@@ -20,9 +20,8 @@ from typing import Any
 import optuna
 from ray.tune.search import Searcher
 
-from searchspace.study import StopWhen
-from tuners.fronts.objectives import direction_names
-from tuners.fronts.pareto import hypervolume, reference_point
+from searchspace.study import Objective, StopWhen
+from tuners.fronts.objectives import front_hypervolume, front_reference_point, study_objectives
 from tuners.store.outcomes import TERMINAL_OUTCOMES
 from tuners.store.record import TrialRecord, record_of
 
@@ -34,27 +33,22 @@ def counted_in_order(records: Sequence[TrialRecord]) -> list[TrialRecord]:
 
 
 def front_stalled(
-    records: Sequence[TrialRecord], objectives: Sequence[tuple[str, str]], rule: StopWhen, since: int = 0
+    records: Sequence[TrialRecord], objectives: Sequence[Objective], rule: StopWhen, since: int = 0
 ) -> str | None:
     """Why the sweep should end (the rule holds), or None. ``since``: trials counted when the budget was
     last raised (the window starts there)."""
     counted = counted_in_order(records)
     if len(counted) - since < rule.window or len(counted) <= rule.window:
         return None
-    ref = reference_point(counted, objectives)
-    now = hypervolume(counted, objectives, ref)
-    before = hypervolume(counted[: -rule.window], objectives, ref)
+    ref = front_reference_point(counted, objectives)
+    now = front_hypervolume(counted, objectives, ref)
+    before = front_hypervolume(counted[: -rule.window], objectives, ref)
     if now - before > rule.tolerance * now:
         return None
     return (
         f"the front's hypervolume grew by {now - before:.6g} (from {before:.6g} to {now:.6g}; the tolerance is "
         f"{rule.tolerance:g} of it) over the last {rule.window} trials"
     )
-
-
-def study_objectives(ot_study: optuna.Study) -> list[tuple[str, str]]:
-    names = ot_study.metric_names or [f"objective_{i}" for i in range(len(ot_study.directions))]
-    return list(zip(names, direction_names(ot_study.directions)))
 
 
 def stalled_in_storage(ot_study: optuna.Study, rule: StopWhen, since: int) -> str | None:
@@ -84,7 +78,8 @@ class StopWhenFrontStalls(Searcher):
     def set_search_properties(self, metric: Any, mode: Any, config: dict, **spec: Any) -> bool:
         return self.searcher.set_search_properties(metric, mode, config, **spec)
 
-    def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
+    # Ray annotates suggest as dict | None, yet its own protocol answers Searcher.FINISHED (a str) to end a search
+    def suggest(self, trial_id: str) -> dict[str, Any] | str | None:  # type: ignore[override]
         if self.reason is not None:
             return Searcher.FINISHED
         return self.searcher.suggest(trial_id)

@@ -3,58 +3,37 @@
 In the spirit of Syne Tune's MOASHA (Schmucker et al., 2021): rungs sit at ``grace * rf**k`` epochs;
 when a trial reaches a rung its objective vector (the task metric at that rung with the static
 costs) joins the rung's, and the trial continues only if it is in the best ``1/rf`` of the rung by
-non-dominated sorting, ties within a front broken by NSGA-II's crowding distance. Decisions are
-asynchronous, like ASHA: a trial is judged against the trials that reached the rung before it.
+non-dominated sorting, ties within a front broken by NSGA-II's crowding distance
+(``tuners.fronts.objectives.nondominated_order``). Decisions are asynchronous, like ASHA: a trial is
+judged against the trials that reached the rung before it.
 Stopped trials are recorded as PRUNED by the searcher, never as complete.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
-from searchspace.study import Study
-from tuners.fronts.objectives import minimised, nondominated_ranks
-
-
-def crowding_distance(points: np.ndarray) -> np.ndarray:
-    """NSGA-II crowding distance within one front (boundary points get infinity)."""
-    n, m = points.shape
-    distance = np.zeros(n)
-    if n <= 2:
-        return np.full(n, np.inf)
-    for j in range(m):
-        order = np.argsort(points[:, j])
-        span = points[order[-1], j] - points[order[0], j]
-        distance[order[0]] = distance[order[-1]] = np.inf
-        if span > 0:
-            distance[order[1:-1]] += (points[order[2:], j] - points[order[:-2], j]) / span
-    return distance
-
-
-def promotion_order(points: np.ndarray) -> np.ndarray:
-    """Indices from best to worst: by non-dominated rank, then by crowding distance (larger first)."""
-    ranks = nondominated_ranks(points)
-    crowd = np.zeros(len(points))
-    for r in np.unique(ranks):
-        members = np.where(ranks == r)[0]
-        crowd[members] = crowding_distance(points[members])
-    return np.lexsort((-crowd, ranks))
+from searchspace.study import Objective, Study
+from tuners.fronts.objectives import minimised, nondominated_order
 
 
 class MOASHA(FIFOScheduler):
     """Multi-objective asynchronous successive halving over epochs."""
 
     def __init__(
-        self, objectives: list[tuple[str, str]], max_epochs: int, grace_epochs: int = 1, reduction_factor: int = 3
+        self, objectives: Sequence[Objective], max_epochs: int, grace_epochs: int = 1, reduction_factor: int = 3
     ):
         super().__init__()
-        self.objectives = objectives  # [(result key, "maximize" | "minimize")]
+        self.objectives = tuple(objectives)
+        # where each objective is in a trial's report: a task metric as its validation value, a cost as itself
+        self.result_keys = [o.metric if o.is_cost else f"val_{o.metric}" for o in self.objectives]
         self.rf = reduction_factor
-        self.rungs = []
+        self.rungs: list[int] = []
         milestone = grace_epochs
         while milestone < max_epochs:
             self.rungs.append(milestone)
@@ -64,16 +43,15 @@ class MOASHA(FIFOScheduler):
 
     @classmethod
     def for_study(cls, study: Study) -> MOASHA:
-        objectives = [(o.metric if o.is_cost else f"val_{o.metric}", o.direction) for o in study.objectives]
-        return cls(objectives, study.budget.epochs, study.tuner.grace_epochs, study.tuner.reduction_factor)
+        return cls(study.objectives, study.budget.epochs, study.tuner.grace_epochs, study.tuner.reduction_factor)
 
     def set_search_properties(self, metric: Any, mode: Any, **spec: Any) -> bool:
         return True  # objectives come from the study, not from Tune's single metric
 
     def _vector(self, result: dict[str, Any]) -> np.ndarray | None:
-        if any(key not in result for key, _ in self.objectives):
+        if any(key not in result for key in self.result_keys):
             return None
-        return minimised([float(result[key]) for key, _ in self.objectives], [d for _, d in self.objectives])
+        return minimised([float(result[key]) for key in self.result_keys], self.objectives)
 
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> str:
         epoch = result.get("epoch")
@@ -85,7 +63,7 @@ class MOASHA(FIFOScheduler):
         rung = self.recorded[epoch]
         rung[trial.trial_id] = vector
         ids = list(rung)
-        order = promotion_order(np.stack([rung[i] for i in ids]))
+        order = nondominated_order(np.stack([rung[i] for i in ids]))
         keep = max(1, math.ceil(len(ids) / self.rf))
         if ids.index(trial.trial_id) in order[:keep]:
             return TrialScheduler.CONTINUE

@@ -87,7 +87,7 @@ class NNISearcher(StudySearcher):
         if frozen.state != optuna.trial.TrialState.COMPLETE:
             self.nni.trial_end(pid, success=False)
             return
-        vector = minimised(frozen.values, [o.direction for o in self.objectives])
+        vector = minimised(frozen.values, self.objectives)
         self._seen.append(vector)
         seen = np.stack(self._seen)
         span = np.where(seen.max(0) > seen.min(0), seen.max(0) - seen.min(0), 1.0)

@@ -20,9 +20,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from searchspace.study import Study
+from searchspace.study import MAXIMIZE, Study
 from tuners.driver.trainable import NUMBER
-from tuners.fronts.objectives import direction_names
+from tuners.fronts.objectives import study_objectives
 from tuners.fronts.seeds import groups_of, pareto_front_groups, seed_groups
 from tuners.store.record_read import ReadTrial
 from tuners.store.urls import storage_arg
@@ -143,14 +143,13 @@ def print_front(
         if trials is None
         else groups_of([t.record for t in trials], {t.record.number: t.parent for t in trials})
     )
-    names = ot_study.metric_names or [f"objective {i}" for i in range(len(ot_study.directions))]
-    directions = direction_names(ot_study.directions)
-    front = pareto_front_groups(groups, directions)  # on seed means
+    objectives = study_objectives(ot_study)
+    front = pareto_front_groups(groups, objectives)  # on seed means
     count = "1 trial" if len(front) == 1 else f"{len(front)} trials"
     table = Table(title=f"Pareto front of {ot_study.study_name} ({count})")
     table.add_column("trial", justify="right")
-    for n, d in zip(names, directions):
-        table.add_column(f"{n} ({'max' if d == 'maximize' else 'min'})", justify="right")
+    for o in objectives:
+        table.add_column(f"{o.metric} ({'max' if o.direction == MAXIMIZE else 'min'})", justify="right")
     table.add_column("seeds", justify="right")
     table.add_column("knobs")
     for g in front:

@@ -26,6 +26,7 @@ from searchspace.study import Study, path_component
 from tuners.driver.ray_logs import quiet_ray_interrupts
 from tuners.driver.samplers import make_sampler
 from tuners.driver.trainable import NUMBER
+from tuners.fronts.objectives import encoded_objectives
 from tuners.planning.check import Prepared, prepare
 from tuners.store import keys
 from tuners.store.connection import StorageError, open_storage
@@ -77,7 +78,7 @@ def open_study_storage(study: Study, options: SweepOptions, resume: bool, storag
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         ot_study.set_metric_names([o.metric for o in study.objectives])
     ot_study.set_user_attr(keys.STUDY_SPEC, keys.plain({**study.source, "name": name}))
-    ot_study.set_user_attr(keys.STUDY_OBJECTIVES, [[o.metric, o.direction] for o in study.objectives])
+    ot_study.set_user_attr(keys.STUDY_OBJECTIVES, encoded_objectives(study.objectives))
     ot_study.set_user_attr(keys.STUDY_VERSION, _version())
     ot_study.set_user_attr(keys.STUDY_BUDGET, options.trials or study.budget.trials)  # `lwnas resume` keeps it
     ot_study.set_user_attr(keys.STUDY_SAMPLER_WINDOW, study.tuner.window())  # None: the sampler reads every trial

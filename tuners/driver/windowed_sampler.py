@@ -28,7 +28,7 @@ relative params are written to the mirror only, not to the real study's system a
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import optuna
@@ -36,6 +36,9 @@ from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
+
+from searchspace.study import Objective
+from tuners.fronts.objectives import minimised, study_objectives, weakly_dominates
 
 LEARNED_STATES = (TrialState.COMPLETE, TrialState.PRUNED)  # what TPE and GP read of finished trials
 _UNUSED = optuna.samplers.RandomSampler(seed=0)  # the mirror study's own sampler: nothing is asked of it
@@ -68,7 +71,8 @@ class WindowedSampler(BaseSampler):
         self._storage: optuna.storages.InMemoryStorage | None = None
         self._mirror: Study | None = None
         self._mirror_id = -1
-        self._directions: list[StudyDirection] = []
+        self._directions: list[StudyDirection] = []  # the mirror study's (as Optuna spells them)
+        self._objectives: tuple[Objective, ...] = ()  # the front's (as lwnas compares them)
 
     # ---- what the inner sampler sees -----------------------------------------------------------
     def seen_trials(self) -> list[FrozenTrial]:
@@ -140,6 +144,7 @@ class WindowedSampler(BaseSampler):
         """Take in the real study's trials finished since the last call (one read of the study)."""
         if self._mirror is None:
             self._directions = list(study.directions)
+            self._objectives = study_objectives(study)
             self._new_mirror()
         trials = study.get_trials(deepcopy=False)
         fresh = []
@@ -235,12 +240,12 @@ class WindowedSampler(BaseSampler):
         """Keep the non-dominated feasible COMPLETE trials (by real trial number)."""
         if trial.state != TrialState.COMPLETE or any(v > 0 for v in trial.constraints.values()):
             return
-        point = _minimised(trial.values, self._directions)
+        point = minimised(trial.values, self._objectives)
         for member in self._front.values():
-            if _weakly_dominates(_minimised(member.values, self._directions), point):
+            if weakly_dominates(minimised(member.values, self._objectives), point):
                 return
         self._front = {
-            n: m for n, m in self._front.items() if not _weakly_dominates(point, _minimised(m.values, self._directions))
+            n: m for n, m in self._front.items() if not weakly_dominates(point, minimised(m.values, self._objectives))
         }
         number = trial.number if number is None else number
         self._front[number] = _slim(trial, number)
@@ -263,11 +268,3 @@ def _slim(trial: FrozenTrial, number: int) -> FrozenTrial:
         intermediate_values=trial.intermediate_values,
         trial_id=-1,
     )
-
-
-def _minimised(values: Iterable[float], directions: list[StudyDirection]) -> tuple[float, ...]:
-    return tuple(v if d == StudyDirection.MINIMIZE else -v for v, d in zip(values, directions))
-
-
-def _weakly_dominates(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
-    return all(x <= y for x, y in zip(a, b))

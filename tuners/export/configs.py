@@ -18,7 +18,7 @@ from searchspace import ArchConfig
 from searchspace.errors import LwnasError
 from searchspace.files import dump_config
 from searchspace.study import Study, StudyError, path_component, study_from_dict
-from tuners.fronts.objectives import direction_names
+from tuners.fronts.objectives import study_objectives
 from tuners.fronts.seeds import front_entry, pareto_front_groups, seed_groups
 from tuners.planning.check import task_family
 from tuners.store import keys
@@ -39,9 +39,7 @@ def select_trials(ot_study: optuna.Study, which: str, infeasible: bool = False) 
     trials = ot_study.get_trials(deepcopy=False)
     records = {t.number: record_of(t) for t in trials}
     if which.strip() == "pareto":  # the front of the seed means; each point exported as its first trial
-        return [
-            records[g.number] for g in pareto_front_groups(seed_groups(trials), direction_names(ot_study.directions))
-        ]
+        return [records[g.number] for g in pareto_front_groups(seed_groups(trials), study_objectives(ot_study))]
     try:
         numbers = [int(n) for n in which.split(",") if n.strip()]
     except ValueError:
@@ -110,7 +108,7 @@ def export_text(ot_study: optuna.Study, record: TrialRecord) -> str:
     """The YAML of one trial: configuration, task, training settings (its seed included), provenance."""
     task, task_options, training = trial_settings(ot_study, record)
     config = ArchConfig.from_dict(record.config)
-    names = ot_study.metric_names or [f"objective_{i}" for i in range(len(ot_study.directions))]
+    names = [o.metric for o in study_objectives(ot_study)]
     provenance = {
         "study": ot_study.study_name,
         "task": task,
@@ -147,7 +145,7 @@ def write_trial_model(ot_study: optuna.Study, record: TrialRecord, fmt: str, pat
         "study": ot_study.study_name,
         "task": task,
         "trial": record.number,
-        "values": dict(zip(ot_study.metric_names or [], record.values or [])),
+        "values": dict(zip([o.metric for o in study_objectives(ot_study)], record.values or [])),
         "costs": record.costs,
         "weights": f"initialised (seed {training['seed']}), not trained",
     }

@@ -26,7 +26,7 @@ import optuna
 
 from searchspace.errors import LwnasError
 from tuners.export.configs import export_file_name, export_text
-from tuners.fronts.objectives import direction_names
+from tuners.fronts.objectives import study_objectives
 from tuners.fronts.seeds import SeedGroup, pareto_front_groups, seed_groups
 from tuners.store import keys
 from tuners.store.budget import now
@@ -56,7 +56,7 @@ def choose_trials(ot_study: optuna.Study, dominated: int, seed: int) -> list[tup
     Points, not trials: as in ``lwnas status`` and ``lwnas export``, a point trained with several seeds
     (``budget.front_seeds``) is one entry, ranked by its seed mean and retrained as its first trial."""
     groups = seed_groups(ot_study.get_trials(deepcopy=False))
-    front = pareto_front_groups(groups, direction_names(ot_study.directions))
+    front = pareto_front_groups(groups, study_objectives(ot_study))
     on_front = {g.number for g in front}
     rest = [g for g in groups if g.number not in on_front]
     sample = random.Random(seed).sample(rest, min(dominated, len(rest)))
@@ -65,9 +65,7 @@ def choose_trials(ot_study: optuna.Study, dominated: int, seed: int) -> list[tup
 
 def task_metrics(ot_study: optuna.Study) -> list[str]:
     """The study's objectives that training measures (costs are static: a longer training leaves them)."""
-    from searchspace.study import COST_METRICS
-
-    return [m for m in (ot_study.metric_names or []) if m not in COST_METRICS]
+    return [o.metric for o in study_objectives(ot_study) if not o.is_cost]
 
 
 def confirm_trials(
@@ -81,12 +79,12 @@ def confirm_trials(
     if not metrics:
         raise ConfirmError(
             f"study {ot_study.study_name!r} has no task metric among its objectives "
-            f"({', '.join(ot_study.metric_names or [])}): there is nothing to confirm by training"
+            f"({', '.join(o.metric for o in study_objectives(ot_study))}): there is nothing to confirm by training"
         )
     chosen = choose_trials(ot_study, dominated, seed)
     if not chosen:
         raise ConfirmError(f"study {ot_study.study_name!r} has no trial on its Pareto front yet")
-    names = ot_study.metric_names
+    names = [o.metric for o in study_objectives(ot_study)]
     out = []
     for group, role in chosen:
         record = group.members[0]  # the trial itself, exported as `lwnas export` writes it

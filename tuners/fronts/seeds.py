@@ -22,9 +22,8 @@ from typing import Any
 import numpy as np
 import optuna
 
-from searchspace.study import COST_METRICS
-from tuners.fronts.objectives import MAXIMIZE, direction_names
-from tuners.fronts.pareto import front_candidates, pareto_front
+from searchspace.study import Objective
+from tuners.fronts.objectives import front_candidates, improved, pareto_front, study_objectives
 from tuners.store import keys
 from tuners.store.record import TrialRecord, record_of
 
@@ -65,7 +64,7 @@ def groups_of(records: Sequence[TrialRecord], parents: dict[int, int]) -> list[S
     groups = []
     for parent, members in sorted(by_parent.items()):
         if len(members) == 1:  # most points: the mean is the trial's own values (numpy would cost 20x more)
-            groups.append(SeedGroup(parent, members, members[0], [None] * len(members[0].values)))
+            groups.append(SeedGroup(parent, members, members[0], [None] * len(members[0].values or ())))
             continue
         values = np.array([m.values for m in members], dtype=float)
         mean = values.mean(axis=0).tolist()
@@ -80,13 +79,13 @@ def pooled_std(groups: Sequence[SeedGroup], index: int) -> float | None:
     dof = sum(g.seeds - 1 for g in several)
     if not dof:
         return None
-    return math.sqrt(sum((g.seeds - 1) * g.std[index] ** 2 for g in several) / dof)
+    return math.sqrt(sum((g.seeds - 1) * (g.std[index] or 0.0) ** 2 for g in several) / dof)  # set: several seeds
 
 
-def within_noise(groups: Sequence[SeedGroup], names: Sequence[str], directions: Sequence[str]) -> list[SeedGroup]:
+def within_noise(groups: Sequence[SeedGroup], objectives: Sequence[Objective]) -> list[SeedGroup]:
     """Groups on the front, or on it once each task metric moves by its pooled std in its favour."""
-    on_front = {g.number for g in pareto_front_groups(groups, directions)}
-    noise = [None if n in COST_METRICS else pooled_std(groups, i) for i, n in enumerate(names)]
+    on_front = {g.number for g in pareto_front_groups(groups, objectives)}
+    noise = [None if o.is_cost else pooled_std(groups, i) for i, o in enumerate(objectives)]
     out = []
     for g in groups:
         if g.number in on_front:
@@ -94,25 +93,25 @@ def within_noise(groups: Sequence[SeedGroup], names: Sequence[str], directions: 
             continue
         if not any(noise):
             continue
-        moved = [v + (s or 0) * (1 if d == MAXIMIZE else -1) for v, s, d in zip(g.record.values, noise, directions)]
+        moved = improved(g.record.values or [], [s or 0.0 for s in noise], objectives)  # a candidate: it has values
         others = [o.record for o in groups if o.number != g.number]
         if g.number in {
-            r.number for r in pareto_front([*others, dataclasses.replace(g.record, values=moved)], directions)
+            r.number for r in pareto_front([*others, dataclasses.replace(g.record, values=moved)], objectives)
         }:
             out.append(g)
     return out
 
 
-def pareto_front_groups(groups: Sequence[SeedGroup], directions: Sequence[str]) -> list[SeedGroup]:
+def pareto_front_groups(groups: Sequence[SeedGroup], objectives: Sequence[Objective]) -> list[SeedGroup]:
+    """The groups on the front of the seed means."""
     by_number = {g.number: g for g in groups}
-    return [by_number[r.number] for r in pareto_front([g.record for g in groups], directions)]
+    return [by_number[r.number] for r in pareto_front([g.record for g in groups], objectives)]
 
 
 def repeats_needed(ot_study: optuna.Study, front_seeds: int) -> list[tuple[int, dict[str, Any]]]:
     """(parent number, params) of each repeat to enqueue now: points on or within the noise of the
     front with fewer than ``front_seeds`` seeds trained, queued or running."""
     trials = ot_study.get_trials(deepcopy=False)
-    names = ot_study.metric_names or [f"objective_{i}" for i in range(len(ot_study.directions))]
     groups = seed_groups(trials)
     pending: dict[int, int] = {}
     for t in trials:
@@ -120,7 +119,7 @@ def repeats_needed(ot_study: optuna.Study, front_seeds: int) -> list[tuple[int, 
             pending[parent_of(t)] = pending.get(parent_of(t), 0) + 1
     params = {t.number: t.params for t in trials}
     out = []
-    for g in within_noise(groups, names, direction_names(ot_study.directions)):
+    for g in within_noise(groups, study_objectives(ot_study)):
         for _ in range(front_seeds - g.seeds - pending.get(g.parent, 0)):
             out.append((g.parent, params[g.parent]))
     return out
@@ -134,6 +133,6 @@ def front_entry(group: SeedGroup, names: Sequence[str]) -> dict[str, Any]:
         "params": group.record.params,
         "seeds": group.seeds,
         "seed_trials": [m.number for m in group.members],
-        "mean": dict(zip(names, group.record.values)),
+        "mean": dict(zip(names, group.record.values or ())),
         "std": dict(zip(names, group.std)),
     }

@@ -7,8 +7,7 @@ from typing import Any
 import optuna
 
 from searchspace.study import Budget
-from tuners.fronts.objectives import direction_names
-from tuners.fronts.pareto import hypervolume, reference_point
+from tuners.fronts.objectives import front_hypervolume, front_reference_point, study_objectives
 from tuners.fronts.seeds import front_entry, groups_of, parent_of, pareto_front_groups
 from tuners.store import keys
 from tuners.store.budget import ended
@@ -33,26 +32,25 @@ def _figures(ot_study: optuna.Study, trials: list[ReadTrial] | None) -> dict[str
     if trials is None:
         trials = [ReadTrial(record_of(t), parent_of(t)) for t in ot_study.get_trials(deepcopy=False)]
     records = [t.record for t in trials]
-    names = ot_study.metric_names or [f"objective_{i}" for i in range(len(ot_study.directions))]
-    directions = direction_names(ot_study.directions)
-    objectives = list(zip(names, directions))
+    objectives = study_objectives(ot_study)
+    names = [o.metric for o in objectives]
     outcomes: dict[str, int] = {}
     for r in records:
         outcomes[r.outcome] = outcomes.get(r.outcome, 0) + 1
     # the front and hypervolume of the seed means (one point per trial where no trial was repeated)
     groups = groups_of(records, {t.record.number: t.parent for t in trials})
     means = [g.record for g in groups]
-    ref = reference_point(means, objectives)
+    ref = front_reference_point(means, objectives)
     timed = [r.wall_time for r in records if r.wall_time is not None]
-    front = pareto_front_groups(groups, directions)
+    front = pareto_front_groups(groups, objectives)
     return {
         "study": ot_study.study_name,
         "trials": len(records),
         "outcomes": outcomes,
         "objectives": names,
-        "directions": directions,
+        "directions": [o.direction for o in objectives],
         "reference_point": ref,
-        "hypervolume": hypervolume(means, objectives, ref),
+        "hypervolume": front_hypervolume(means, objectives, ref),
         "front": [
             {
                 **front_entry(g, names),
