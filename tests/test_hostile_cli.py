@@ -236,6 +236,7 @@ def _rows(url: str) -> dict[str, list]:
 # ---- drivers: a second sweep, two at once -----------------------------------------------------------------
 SET_UP = """
 import sys, time
+import optuna, sqlalchemy  # imported before the start: the processes then differ by microseconds, not imports
 from tuners.store.connection import open_storage
 url, start = sys.argv[1], float(sys.argv[2])
 while time.time() < start:  # every process leaves this loop at the same moment
