@@ -98,7 +98,7 @@ class Backend:
         if self.name == "sqlite":
             return open_storage(f"sqlite:///{self.file}", create=True)
         if self.name == "postgresql":
-            return open_storage(self.args.postgres_url)
+            return open_storage(self.args.postgres_url, create=True)
         if self.name == "journal-file":
             return optuna.storages.JournalStorage(journal.JournalFileBackend(str(self.file)))
         if self.name == "journal-redis":
@@ -142,7 +142,7 @@ def serve_grpc(postgres_url: str, port: int) -> None:
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     optuna.storages.run_grpc_proxy_server(
-        optuna.storages.get_storage(open_storage(postgres_url)), host="127.0.0.1", port=port
+        optuna.storages.get_storage(open_storage(postgres_url, create=True)), host="127.0.0.1", port=port
     )
 
 
@@ -420,7 +420,7 @@ def fill(backend: Backend, name: str, trials: int, source_url: str, out) -> None
     if backend.name in ("sqlite", "postgresql"):
         seed_study(backend.open(), name, trials)
     elif backend.name == "grpc-postgresql":
-        seed_study(open_storage(backend.args.postgres_url), name, trials)
+        seed_study(open_storage(backend.args.postgres_url, create=True), name, trials)
     else:
         optuna.copy_study(
             from_study_name="source",

@@ -17,7 +17,6 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,11 +34,10 @@ from tuners.fronts.objectives import (
 )
 from tuners.fronts.seeds import SeedGroup, groups_of
 from tuners.store import keys
-from tuners.store.connection import StorageError, open_storage
+from tuners.store.connection import open_storage
 from tuners.store.outcomes import Outcome
 from tuners.store.record import TrialRecord, record_of
 from tuners.store.record_read import RecordReader, collector_paused
-from tuners.store.urls import masked
 
 from .live import LiveSets, LiveView
 
@@ -52,15 +50,9 @@ FREEZE_AFTER = 1000  # trials read at once above which the collector stops track
 
 
 def connect(url: str) -> Any:
-    """Open ``url`` for reading; a missing SQLite file is an error here, not a new empty database."""
-    if url.startswith("sqlite:///") and ":memory:" not in url:
-        path = url[len("sqlite:///") :].split("?", 1)[0]
-        if path and not path.startswith("file:") and not Path(path).is_file():
-            raise StorageError(
-                f"no database at {masked(url)}: {Path(path).resolve()} does not exist. Start a "
-                f"sweep with `lwnas sweep STUDY.yaml --storage {masked(url)}` or pass --storage."
-            )
-    return open_storage(url)
+    """Open ``url`` for reading only: a missing SQLite file, or a database without Optuna's tables, is an error
+    here (never a new empty database), and every connection refuses writes."""
+    return open_storage(url, read_only=True)
 
 
 def objectives_of(storage: Any, name: str, user_attrs: dict[str, Any], directions: list) -> tuple[Objective, ...]:

@@ -83,8 +83,9 @@ def points(data: StudyData, metrics: list[str]) -> pd.DataFrame:
     df = pd.DataFrame(
         {
             "trial": frame["trial"],
-            "outcome": frame["outcome"],
-            "category": [category(r.outcome, r.state, r.number in front) for r in data.records],
+            # stored text: hover and the legend (a category is an outcome the plot does not know) read HTML
+            "outcome": frame["outcome"].map(plotly_text),
+            "category": [plotly_text(category(r.outcome, r.state, r.number in front)) for r in data.records],
         }
     )
     for i, m in enumerate(data.metrics):
@@ -165,7 +166,7 @@ def front_figure(
                 mode="markers",
                 name="reference point",
                 marker={"symbol": "x", "size": 12, "color": "#555"},
-                hovertemplate=f"reference point<br>{x} %{{x}}<br>{y} %{{y}}<extra></extra>",
+                hovertemplate=f"reference point<br>{plotly_text(x)} %{{x}}<br>{plotly_text(y)} %{{y}}<extra></extra>",
             )
         )
     fig.update_layout(
@@ -262,6 +263,7 @@ def learning_curve_figure(curves: dict[str, list[dict[str, Any]]]) -> go.Figure:
         if (k.startswith("val_") or k == "train_loss") and isinstance(v, (int, float))
     ]
     df = pd.DataFrame(rows, columns=["trial", "epoch", "metric", "value"])
+    df["metric"] = df["metric"].map(plotly_text)  # stored keys: px writes them into panel titles and hover
     fig = px.line(
         df,
         x="epoch",
@@ -273,7 +275,7 @@ def learning_curve_figure(curves: dict[str, list[dict[str, Any]]]) -> go.Figure:
         color_discrete_sequence=KNOB_COLOURS,
     )  # compared trials: distinct colours, as knob values
     fig.update_yaxes(matches=None, showticklabels=True)
-    fig.for_each_annotation(lambda a: a.update(text=plotly_text(a.text.split("=", 1)[-1])))
+    fig.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))  # "metric=val_loss": the name
     fig.update_layout(
         height=320 * max(1, math.ceil(df["metric"].nunique() / 3)), margin={"t": 30}, legend_title_text=""
     )

@@ -50,8 +50,8 @@ def confirmation_figure(run: dict, metric: str) -> go.Figure:
             )
         )
     fig.update_layout(
-        title=f"{plotly_text(metric)}: sweep ({run.get('sweep_epochs')} epochs) against confirmed "
-        f"({run['epochs']} epochs)",
+        title=f"{plotly_text(metric)}: sweep ({plotly_text(run.get('sweep_epochs'))} epochs) against confirmed "
+        f"({plotly_text(run['epochs'])} epochs)",
         xaxis_title=f"{plotly_text(metric)} in the sweep",
         yaxis_title=f"{plotly_text(metric)} confirmed",
         height=450,
@@ -81,7 +81,7 @@ def confirmation_tab(data: StudyData) -> None:
             if k["ci95"]
             else " (too few trials for an interval)"
         )
-        st.markdown(f"Kendall τ of {md(metric)}, sweep against confirmed: **{tau}**{ci} over {k['n']} trials")
+        st.markdown(f"Kendall τ of {md(metric)}, sweep against confirmed: **{tau}**{ci} over {md(k['n'])} trials")
     st.dataframe(confirmation_frame(run), hide_index=True)
 
 
@@ -153,7 +153,7 @@ def compare_studies_tab(data: StudyData, url: str) -> None:
     cols = st.columns(len(data.metrics))
     ref = [
         cols[i].number_input(
-            f"reference {m}",
+            f"reference {md(m)}",
             key=f"compare_ref_{i}",
             format="%g",
             on_change=_keep_typed_reference,

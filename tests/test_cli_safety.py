@@ -71,7 +71,7 @@ def assert_masked(result: subprocess.CompletedProcess) -> None:
 def test_no_command_prints_a_storage_password(tmp_path):
     study = study_file(tmp_path)
     url = URLS[0]
-    for args in (["status", "x"], ["resume", "x"], ["export", "x"], ["sweep", str(study)]):
+    for args in (["status", "x"], ["resume", "x"], ["export", "x"], ["sweep", str(study)], ["dashboard"]):
         assert_masked(lwnas(tmp_path, *args, "--storage", url))
     assert_masked(lwnas(tmp_path, "status", "x", LWNAS_STORAGE=url))
 

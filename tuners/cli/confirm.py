@@ -41,7 +41,7 @@ def confirm(
         _fail(f"--epochs must be an integer >= 1, got {epochs}", code=2)
     if dominated < 0:
         _fail(f"--dominated must be an integer >= 0, got {dominated}", code=2)
-    ot_study = _load_ot_study(name, storage)
+    ot_study = _load_ot_study(name, storage, read_only=False)  # the confirmation is recorded on the study
     try:
         results = confirm_trials(
             ot_study, epochs, dominated, output, seed, progress=lambda line: err.print(escape(line), highlight=False)

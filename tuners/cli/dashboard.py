@@ -74,6 +74,11 @@ def dashboard(
     except ImportError:
         err.print("[red]error[/red] the dashboard needs streamlit: pip install streamlit plotly", highlight=False)
         raise typer.Exit(1) from None
+    # as `lwnas status` does: a storage that is missing, unreachable or not a sweep's is one line and exit 1,
+    # before a server starts that could only show the error in a page nobody may open
+    from tuners.store.connection import open_storage
+
+    open_storage(storage, read_only=True).engine.dispose()
     env = {**os.environ, "LWNAS_STORAGE": storage}
     err.print(
         f"dashboard on http://{escape(host)}:{port} over {escape(masked(storage))} (Ctrl-C stops it)", highlight=False

@@ -29,12 +29,13 @@ def _fail(message: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
-def _load_ot_study(name: str, storage: str):
-    """The study ``name`` in an existing storage (a missing SQLite file is an error, never created)."""
-    return _open_ot_study(name, storage)[0]
+def _load_ot_study(name: str, storage: str, read_only: bool = True):
+    """The study ``name`` in an existing storage (a missing SQLite file or a database without Optuna's tables
+    is an error, never set up); with ``read_only``, the storage refuses every write."""
+    return _open_ot_study(name, storage, read_only)[0]
 
 
-def _open_ot_study(name: str, storage: str):
+def _open_ot_study(name: str, storage: str, read_only: bool = True):
     """``(study, backend)``: the study ``name`` and the Optuna storage object it was loaded from."""
     import optuna
 
@@ -42,7 +43,7 @@ def _open_ot_study(name: str, storage: str):
     from tuners.store.connection import StorageError, open_storage
     from tuners.store.urls import masked
 
-    backend = open_storage(storage)
+    backend = open_storage(storage, read_only=read_only)
     try:
         return optuna.load_study(study_name=name, storage=backend), backend
     except KeyError:

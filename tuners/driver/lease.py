@@ -97,11 +97,17 @@ def _db_now(con) -> datetime:
     return now.astimezone(UTC).replace(tzinfo=None) if now.tzinfo else now  # SQLite's is UTC already
 
 
-class StudyLease:
-    """The lease of one study for this process; ``acquire`` raises LeaseHeld when a live driver has it."""
+WAIT_OR_RESUME = "wait for it to finish, or stop it and run `lwnas resume` again"  # what a refused resume is told
 
-    def __init__(self, url: str, study_name: str):
-        self.url, self.study_name = url, study_name
+
+class StudyLease:
+    """The lease of one study for this process; ``acquire`` raises LeaseHeld when a live driver has it.
+
+    ``advice`` ends the line LeaseHeld prints: what the refused command can do instead.
+    """
+
+    def __init__(self, url: str, study_name: str, advice: str = WAIT_OR_RESUME):
+        self.url, self.study_name, self.advice = url, study_name, advice
         self.token = f"{uuid.uuid4().hex}@{_pid_namespace()}"[:64]
         self.engine = sa.create_engine(url, **engine_kwargs(url))
         self.lost: str | None = None  # why the lease was lost mid-sweep (the driver then stops)
@@ -132,6 +138,32 @@ class StudyLease:
         self._thread = threading.Thread(target=self._beat, name="lwnas-lease", daemon=True)
         self._thread.start()
 
+    def raise_if_held(self) -> None:
+        """Raise LeaseHeld when a live driver holds this study's lease; reads only (nothing is made or taken)."""
+        try:
+            with self.engine.connect() as con:
+                if not sa.inspect(con).has_table(LEASES.name):
+                    return
+                now = _db_now(con)
+                current = (
+                    con.execute(sa.select(LEASES).where(LEASES.c.study_name == self.study_name)).mappings().first()
+                )
+        except SQLAlchemyError as exc:
+            raise StorageError(
+                f"cannot read the driver lease of study {self.study_name!r} in "
+                f"{masked(self.url)}: {scrub(first_line(exc), self.url)}"
+            ) from None
+        finally:
+            self.engine.dispose()
+        if current is not None and not _holder(current).gone(now):
+            raise self._held(_holder(current), now)
+
+    def _held(self, holder: Holder, now: datetime) -> LeaseHeld:
+        return LeaseHeld(
+            f"study {self.study_name!r} is being run by another driver ({holder.describe()}, "
+            f"last heartbeat {(now - holder.heartbeat).total_seconds():.0f} s ago); {self.advice}"
+        )
+
     def _create_table(self) -> None:
         try:
             _metadata.create_all(self.engine, checkfirst=True)
@@ -160,15 +192,9 @@ class StudyLease:
             current = con.execute(sa.select(LEASES).where(LEASES.c.study_name == self.study_name)).mappings().first()
         if current is None:  # released between our insert and our read: try once more from the start
             return self._take()
-        holder = Holder(
-            current["host"], current["pid"], current["since"], current["heartbeat"], current["token"].partition("@")[2]
-        )
+        holder = _holder(current)
         if not holder.gone(now):
-            raise LeaseHeld(
-                f"study {self.study_name!r} is being run by another driver ({holder.describe()}, "
-                f"last heartbeat {(now - holder.heartbeat).total_seconds():.0f} s ago); "
-                f"wait for it to finish, or stop it and run `lwnas resume` again"
-            )
+            raise self._held(holder, now)
         # compare-and-swap on the old token: of several drivers taking over, exactly one wins
         with self.engine.begin() as con:
             won = con.execute(
@@ -224,6 +250,11 @@ class StudyLease:
             return
         if mine != 1:
             self.lost = "another driver took the study over (this driver's heartbeat was stale)"
+
+
+def _holder(row) -> Holder:
+    """The holder a lease row names."""
+    return Holder(row["host"], row["pid"], row["since"], row["heartbeat"], row["token"].partition("@")[2])
 
 
 def _inode(path) -> int | None:

@@ -67,19 +67,13 @@ def open_study_storage(study: Study, options: SweepOptions, resume: bool, storag
         trials_so_far = len(storage.get_all_trials(storage.get_study_id_from_name(name), deepcopy=False))
         return optuna.load_study(study_name=name, storage=storage, sampler=make_sampler(study, trials_so_far))
     if name in existing:
-        raise SweepError(
-            f"study {name!r} already exists in {masked(options.storage)}: continue it with "
-            f"`lwnas resume {name}`, or give this sweep another --name"
-        )
+        raise _exists(name, options.storage)
     try:
         ot_study = optuna.create_study(
             study_name=name, storage=storage, directions=directions, sampler=make_sampler(study)
         )
-    except optuna.exceptions.DuplicatedStudyError:  # another `lwnas sweep` created it a moment ago
-        raise SweepError(
-            f"study {name!r} already exists in {masked(options.storage)}: continue it with "
-            f"`lwnas resume {name}`, or give this sweep another --name"
-        ) from None
+    except optuna.exceptions.DuplicatedStudyError:  # created a moment ago by a program that takes no lease
+        raise _exists(name, options.storage) from None
     with warnings.catch_warnings():  # experimental in Optuna 5, and what optuna-dashboard reads
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         ot_study.set_metric_names([o.metric for o in study.objectives])
@@ -138,10 +132,13 @@ def run_sweep(
     if options.address:  # a cluster: every node must see the task's data before anything is stored
         check_paths_on_nodes(study, options.address, out)
     storage = open_storage(options.storage, create=not resume, flush_each_commit=False)  # see engine_kwargs
-    ot_study = open_study_storage(study, options, resume, storage)
     # the lease comes before anything touches the trials: re-queueing RUNNING trials would steal a live driver's
-    lease = StudyLease(options.storage, ot_study.study_name)
-    lease.acquire()
+    if resume:
+        ot_study = open_study_storage(study, options, resume, storage)
+        lease = StudyLease(options.storage, ot_study.study_name)
+        lease.acquire()
+    else:
+        ot_study, lease = _create_as_driver(study, options, storage)
     try:
         if lease.taken_over:
             out.print(
@@ -150,6 +147,36 @@ def run_sweep(
         return _drive(study, options, ot_study, storage, lease, resume, out, prepared)
     finally:
         lease.release()
+
+
+def _create_as_driver(study: Study, options: SweepOptions, storage: Any) -> tuple[optuna.Study, Any]:
+    """A new sweep's study, created by this driver holding its lease: ``(study, lease)``.
+
+    The lease is taken before the study is created, so another ``lwnas sweep`` of the name, started now or
+    at the same moment, is refused with the live driver named (LeaseHeld, exit 3) rather than told to resume
+    a study whose driver runs; a study that exists with no live driver is for ``lwnas resume``.
+    """
+    from tuners.driver.lease import StudyLease
+
+    name = options.name or study.name
+    watch = f"lwnas status {shlex.quote(name)} --storage {storage_arg(options.storage)}"
+    lease = StudyLease(options.storage, name, advice=f"watch it with `{watch}`, or give this sweep another --name")
+    if name in {s.study_name for s in optuna.get_all_study_summaries(storage)}:
+        lease.raise_if_held()
+        raise _exists(name, options.storage)
+    lease.acquire()
+    try:
+        return open_study_storage(study, options, False, storage), lease
+    except BaseException:
+        lease.release()
+        raise
+
+
+def _exists(name: str, url: str) -> SweepError:
+    return SweepError(
+        f"study {name!r} already exists in {masked(url)}: continue it with "
+        f"`lwnas resume {name}`, or give this sweep another --name"
+    )
 
 
 def _drive(
