@@ -246,11 +246,15 @@ def story(cluster: NetnsCluster, tmp_path_factory) -> Story:
             driver.wait(timeout=30)
     s.resumed = (rc, log.read_text(errors="replace"))
     s.trials = read_trials(url, NAME)
-    print(
-        "\nthe story's steps (seconds since the cluster was up):",
-        *(f"{t:7.1f} {step}" for t, step in s.timeline),
-        sep="\n",
-    )
+    hosts = {n.hostname: n.name for n in c.nodes.values()}
+    rows = [
+        f"trial {n}: {t.state.name} {outcome(t)} on {hosts.get(t.user_attrs.get(keys.HOST), '-')}"
+        + (f", re-queued from {t.user_attrs[keys.REQUEUED_FROM]}" if keys.REQUEUED_FROM in t.user_attrs else "")
+        + (f", lost {len(t.user_attrs[keys.RETRIED])} attempt(s)" if keys.RETRIED in t.user_attrs else "")
+        for n, t in sorted(s.trials.items())
+    ]
+    steps = [f"{t:7.1f} {step}" for t, step in s.timeline]
+    print("\nthe story's steps (seconds since the cluster was up):", *steps, "the trials:", *rows, sep="\n")
     return s
 
 
