@@ -10,7 +10,8 @@ import contextlib
 import logging
 import shlex
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,8 @@ def ray_logs_to(path: Path) -> Iterator[Path]:
 
 
 class SweepProgress(Callback):
-    """Ray Tune callback: a line per finished trial with its metric, cost and time."""
+    """Ray Tune callback: a line per finished trial with its metric, cost and time, and one per trial that Ray
+    runs again after its worker or node died (``on_retry`` records it: ``StudySearcher.record_retry``)."""
 
     def __init__(
         self,
@@ -64,15 +66,17 @@ class SweepProgress(Callback):
         out: Console,
         quiet: bool = False,
         log_path: Path | None = None,
+        on_retry: Callable[[str, dict[str, Any]], None] | None = None,
     ):
         self.ot_study, self.study, self.total, self.out, self.quiet = ot_study, study, total, out, quiet
-        self.log_path = log_path
+        self.log_path, self.on_retry = log_path, on_retry
         self.done = 0
         self.start = time.time()
         self.metric = next((o.metric for o in study.objectives if not o.is_cost), None)
+        self._reports: dict[str, int] = {}  # results of each trial's current attempt (Tune keeps the last one's)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k not in ("ot_study", "out", "study")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("ot_study", "out", "study", "on_retry")}
 
     def _line(self, trial: Any, what: str) -> None:
         self.done += 1
@@ -104,6 +108,40 @@ class SweepProgress(Callback):
         else:
             self._line(trial, "complete")
 
+    def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._reports[trial.trial_id] = 0  # a first start, or a retry's
+
+    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
+        self._reports[trial.trial_id] = self._reports.get(trial.trial_id, 0) + 1
+
+    def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        """Tune runs a failed attempt again (its worker or node died, or it raised; ``tuner.max_failures``):
+        one line, and the attempt goes to the trial's record."""
+        reported = self._reports.pop(trial.trial_id, 0)
+        r = (trial.last_result or {}) if reported else {}  # Tune's last result may be an earlier attempt's
+        lost = {
+            "failure": trial.num_failures,
+            "error": r.get("lwnas_error") or _last_failure(trial),
+            "epochs": r.get("epoch", 0),
+            "host": r.get("host"),
+            "node": r.get("node"),
+            "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        number = trial.config.get(NUMBER, "?")
+        where = f" on {lost['host']}" if lost["host"] else ""
+        LOG.warning("trial %s failed%s and runs again: %s", number, where, lost["error"])
+        if not self.quiet:
+            self.out.print(
+                escape(
+                    f"trial {number} failed{where} after {lost['epochs']} epochs "
+                    f"({lost['error'] or 'no reason given'}); Ray runs it again "
+                    f"(failure {lost['failure']}, tuner.max_failures {self.study.tuner.max_failures})"
+                ),
+                highlight=False,
+            )
+        if self.on_retry is not None:
+            self.on_retry(trial.trial_id, lost)
+
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         r = trial.last_result or {}
         self._failed(
@@ -131,6 +169,16 @@ class SweepProgress(Callback):
             ),
             highlight=False,
         )
+
+
+def _last_failure(trial: Any) -> str:
+    """The first line of the last failure Ray Tune wrote to the trial's error file ('' when there is none)."""
+    try:
+        text = Path(trial.error_file).read_text(errors="replace") if trial.error_file else ""
+    except OSError:
+        return ""
+    lines = text.rsplit("Failure #", 1)[-1].splitlines()[1:]  # after "Failure # n (occurred at ...)"
+    return next((line.strip()[:300] for line in lines if line.strip()), "")
 
 
 def print_front(

@@ -77,6 +77,7 @@ class StudySearcher(Searcher):
         self._last: dict[str, dict[str, Any]] = {}
         self._epochs: dict[str, list[dict[str, Any]]] = {}
         self._costs: dict[str, dict[str, float]] = {}  # the planned static costs: no read-back at the end
+        self._retries: dict[str, list[dict[str, Any]]] = {}  # attempts Ray re-ran (``record_retry``)
 
     def set_search_properties(self, metric: Any, mode: Any, config: dict, **spec: Any) -> bool:
         return True  # the space and the objectives come from the study, not from Tune's config
@@ -206,6 +207,18 @@ class StudySearcher(Searcher):
         )
         self._set_attr(trial_id, keys.epoch_key(result["epoch"]), epochs[-1])  # one key per epoch: linear writes
 
+    def record_retry(self, trial_id: str, lost: dict[str, Any]) -> None:
+        """Append to the trial's record an attempt whose worker or node died and that Ray runs again.
+
+        The re-run keeps the trial's number and record; epochs the lost attempt reported stay recorded and
+        the re-run's repeats of them (the same seed and data) are not written again (``_record_epoch``).
+        """
+        if trial_id in self.completed or trial_id not in self.numbers:
+            return
+        retries = self._retries.setdefault(trial_id, [])
+        retries.append(lost)
+        self._set_attr(trial_id, keys.RETRIED, retries)
+
     def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
         if trial_id in self.completed or trial_id not in self.numbers:
             return
@@ -222,7 +235,7 @@ class StudySearcher(Searcher):
         state, values = self._outcome(trial_id, last, epochs, error)
         self.ot_study.tell(self.numbers[trial_id], values, state=state)
         self.completed.add(trial_id)
-        for running in (self._last, self._epochs, self._costs):
+        for running in (self._last, self._epochs, self._costs, self._retries):
             running.pop(trial_id, None)
         self._ids.pop(self.numbers[trial_id], None)
 

@@ -22,7 +22,7 @@ import optuna
 from rich.console import Console
 
 from searchspace.errors import LwnasError
-from searchspace.study import Study, path_component
+from searchspace.study import Study, StudyError, path_component
 from tuners.driver.ray_logs import quiet_ray_interrupts
 from tuners.driver.samplers import make_sampler
 from tuners.driver.trainable import NUMBER
@@ -129,6 +129,8 @@ def run_sweep(
 
     out = Console(stderr=True, soft_wrap=True)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    if options.address:  # a cluster: every node must see the task's data before anything is stored
+        check_paths_on_nodes(study, options.address, out)
     storage = open_storage(options.storage, create=not resume, flush_each_commit=False)  # see engine_kwargs
     # the lease comes before anything touches the trials: re-queueing RUNNING trials would steal a live driver's
     if resume:
@@ -234,6 +236,7 @@ def _drive(
             raise SweepError(str(exc)) from None
     else:
         searcher = StudySearcher(study, ot_study, static, storage)
+    recorder = searcher  # the searcher that writes the trial records (the wrappers below pass them on)
     if study.budget.front_seeds > 1:
         from tuners.driver.seed_repeats import SeedRepeats
 
@@ -247,7 +250,9 @@ def _drive(
     trainable = tune.with_resources(run_trial, {"cpu": study.tuner.cpus_per_trial, "gpu": study.tuner.gpus_per_trial})
     run_name = f"{path_component(ot_study.study_name)}-{int(time.time())}"
     log_path = _ray_results_dir() / run_name / "sweep.log"
-    progress = SweepProgress(ot_study, study, remaining, out, quiet=options.quiet, log_path=log_path)
+    progress = SweepProgress(
+        ot_study, study, remaining, out, quiet=options.quiet, log_path=log_path, on_retry=recorder.record_retry
+    )
     tuner = tune.Tuner(
         trainable,
         tune_config=tune.TuneConfig(
@@ -301,6 +306,41 @@ def _drive(
     if done < budget and not stalled:
         raise SweepIncomplete(f"{done} of {budget} trials done: the sweep stopped before its budget was spent")
     return ot_study
+
+
+def check_paths_on_nodes(study: Study, address: str, out: Console) -> None:
+    """Refuse a sweep on the cluster at ``address`` whose task reads a path that an alive node cannot see
+    (``tuners/driver/nodes.py``); connects to the cluster when the task reads any path."""
+    from trainers.tasks.base import task_class
+    from tuners.driver.nodes import PROBE_TIMEOUT_S, paths_unseen_on_nodes
+
+    options = {
+        key: value
+        for key in getattr(task_class(study.task), "path_options", ())
+        if isinstance(value := study.task_options.get(key), str)
+    }
+    if not options:
+        return
+    _init_ray(address, study)
+    unseen, unanswered = paths_unseen_on_nodes(list(options.values()))
+    if unanswered:
+        out.print(
+            f"[yellow]warning[/yellow] Ray nodes {', '.join(unanswered)} did not say within {PROBE_TIMEOUT_S:.0f} s "
+            f"whether they see the task's data; their trials fail if they do not",
+            highlight=False,
+        )
+    problems = [
+        (
+            study.where(("task_options", key)),
+            f"{path} does not exist on Ray node{'s' if len(unseen[path]) > 1 else ''} {', '.join(unseen[path])}: "
+            f"each trial reads it at this path on the node that runs it; put it on a file system every node "
+            f"mounts, or copy it to the same path on each node (docs/cluster.md)",
+        )
+        for key, path in options.items()
+        if path in unseen
+    ]
+    if problems:
+        raise StudyError(problems)
 
 
 def trial_dirname(trial: Any) -> str:

@@ -104,6 +104,9 @@ SEED_CONFIG = "seed_config"  # name of the seed config the trial evaluates
 REQUEUED_FROM = "requeued_from"  # number of the interrupted trial this one re-runs
 
 
+RETRIED = "retried"  # attempts Ray re-ran after their worker or node died: [{"failure", "error", "epochs", "host"...}]
+
+
 DEFAULT_STORAGE = "sqlite:///lwnas.db"
 
 
