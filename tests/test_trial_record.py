@@ -248,10 +248,12 @@ def test_a_study_written_the_old_way_still_reads(tmp_path):
 
 def test_the_dashboard_tabulates_the_records_a_sweep_stored(swept):
     from dashboards.data import StudyData
+    from searchspace.study import Objective
 
     trials, _ = swept
     records = [record_of(t) for t in trials.values()]
-    data = StudyData(NAME, [("accuracy", "maximize"), ("params", "minimize")], {}, None, records)
+    objectives = (Objective("accuracy", "maximize"), Objective("params", "minimize"))
+    data = StudyData(NAME, objectives, {}, None, records)
     frame = data.frame  # a knob named like one of the table's own columns would duplicate it
     assert frame.columns.is_unique, list(frame.columns)
     assert list(frame["epochs"]) == [len(r.epochs) for r in records] == [EPOCHS] * TRIALS

@@ -17,7 +17,7 @@ from searchspace.domains import Choice, IntRange
 from searchspace.space import Knob, Point, SearchSpace
 from searchspace.study import COST_METRICS, Study, StudyError, load_study
 from trainers.tasks import Task, resolve_task
-from trainers.tasks.base import absolute_path_options, task_class
+from trainers.tasks.registry import absolute_path_options, task_class
 from tuners.planning.costs import StaticCosts, Verdict
 
 
