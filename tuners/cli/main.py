@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperCommand, TyperGroup
 
 from tuners.cli.confirm import confirm
 from tuners.cli.cost import CostFormat, cost_rows, render_cost
@@ -39,8 +40,28 @@ def _exit_on_config_error(exc: Exception) -> None:
     raise typer.Exit(2) from None
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lwnas")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        sys.stdout.write(f"lwnas {_version()}\n")
+        raise typer.Exit()
+
+
 @app.callback()
-def main() -> None:
+def main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", is_eager=True, callback=_print_version, help="Print lwnas's version and exit."),
+    ] = False,
+) -> None:
     """lwnas: neural-architecture search and sweeps for lightweight Transformers."""
 
 
@@ -233,7 +254,38 @@ def _unwrap_help(typer_app: typer.Typer) -> None:
         _unwrap_help(group.typer_instance)
 
 
+class _PlainFlags:
+    """Help that shows a flag as `--json`, not `--json <bool>`: Typer 0.29 prints the Python type of every
+    option, flags included, where a flag takes no value. An empty metavar makes Typer print none."""
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)  # type: ignore[misc]  # a mixin: TyperCommand or TyperGroup follows
+        for param in params:
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = ""
+        return params
+
+
+class PlainFlagsCommand(_PlainFlags, TyperCommand):
+    pass
+
+
+class PlainFlagsGroup(_PlainFlags, TyperGroup):
+    pass
+
+
+def _plain_flags(typer_app: typer.Typer) -> None:
+    """Every command and group of ``typer_app`` shows its flags (--help among them) without a type."""
+    typer_app.info.cls = PlainFlagsGroup
+    for info in typer_app.registered_commands:
+        info.cls = PlainFlagsCommand
+    for group in typer_app.registered_groups:
+        group.cls = PlainFlagsGroup
+        _plain_flags(group.typer_instance)
+
+
 _unwrap_help(app)
+_plain_flags(app)
 
 
 def run() -> None:

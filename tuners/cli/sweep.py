@@ -148,16 +148,25 @@ def resume(
 
 
 def status(
-    name: Annotated[str, typer.Argument(help="Name of the study in storage.")],
+    name: Annotated[
+        str | None, typer.Argument(help="Name of the study in storage; without it, the studies there are listed.")
+    ] = None,
     storage: Storage = DEFAULT_STORAGE,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object (without NAME: a list of them, one per study).")
+    ] = False,
 ) -> None:
-    """Trials by state, the current Pareto front, hypervolume (with its reference point) and time per trial."""
+    """Trials by state, the current Pareto front, hypervolume (with its reference point) and time per trial.
+
+    Without NAME: every study in the storage, with its trials by outcome and its objectives."""
     import json
 
     from tuners.driver.progress import print_front
     from tuners.fronts.status import read_trials, study_status
 
+    if name is None:
+        _list_studies(storage, as_json)
+        return
     ot_study, backend = _open_ot_study(name, storage)
     trials = read_trials(ot_study, backend)  # in bulk: a few queries, one short read transaction
     s = study_status(ot_study, trials)
@@ -189,6 +198,42 @@ def status(
         )
     print_front(ot_study, None, out, trials)
     _print_latency_devices(s["latency_devices"], out)
+
+
+def _list_studies(storage: str, as_json: bool) -> None:
+    """``lwnas status`` without a name: the studies of ``storage`` (read-only), one line each."""
+    import json
+
+    from rich.table import Table
+
+    from searchspace.study import MAXIMIZE
+    from tuners.fronts.study_list import list_studies
+    from tuners.store.connection import open_storage
+    from tuners.store.urls import masked
+
+    backend = open_storage(storage, read_only=True)
+    try:
+        studies = list_studies(backend)
+    finally:
+        backend.engine.dispose()
+    if as_json:
+        sys.stdout.write(json.dumps([s.as_json() for s in studies], indent=2) + "\n")
+        return
+    out = Console(soft_wrap=True)
+    if not studies:
+        out.print(f"no studies in {escape(masked(storage))}", highlight=False)
+        return
+    table = Table(title=escape(f"{len(studies)} {'study' if len(studies) == 1 else 'studies'} in {masked(storage)}"))
+    for column in ("study", "trials", "by outcome", "objectives"):
+        table.add_column(column, justify="right" if column == "trials" else "left")
+    for s in studies:
+        table.add_row(
+            escape(s.name),
+            str(s.trials),
+            ", ".join(f"{k} {v}" for k, v in s.outcomes.items()) or "-",
+            ", ".join(f"{escape(o.metric)} ({'max' if o.direction == MAXIMIZE else 'min'})" for o in s.objectives),
+        )
+    out.print(table)
 
 
 def _print_latency_devices(devices: dict[str, list[int]], out: Console) -> None:
@@ -237,6 +282,12 @@ def export(
         ),
     ] = False,
     storage: Storage = DEFAULT_STORAGE,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="With --checkpoint: overwrite the model file already in the -o folder (refused otherwise)."
+        ),
+    ] = False,
 ) -> None:
     """Write one file per trial: a YAML (configuration, task, training settings with the trial's seed, provenance)
     that `lwnas train` reproduces as it is, or with --format torch/onnx a model file that runs without lwnas.
@@ -251,7 +302,7 @@ def export(
     if (name is None) == (checkpoint is None):
         _fail("give a study NAME or --checkpoint PATH (one of them)", code=2)
     if checkpoint is not None:
-        _export_checkpoint(checkpoint, fmt, output)
+        _export_checkpoint(checkpoint, fmt, output, force)
         return
     ot_study = _load_ot_study(name, storage)
     try:
@@ -278,8 +329,9 @@ def export(
         )
 
 
-def _export_checkpoint(checkpoint: Path, fmt: str, output: Path) -> None:
-    """``lwnas export --checkpoint PATH``: the trained model as one file in ``output``."""
+def _export_checkpoint(checkpoint: Path, fmt: str, output: Path, force: bool) -> None:
+    """``lwnas export --checkpoint PATH``: the trained model as one file in ``output``; a file already there (perhaps
+    another checkpoint's) is kept unless ``force``."""
     from tuners.export.deploy import SUFFIX, checkpoint_model, write_model
 
     if fmt == "yaml":
@@ -290,11 +342,17 @@ def _export_checkpoint(checkpoint: Path, fmt: str, output: Path) -> None:
         )
     if output.exists() and not output.is_dir():
         _fail(f"-o {output} is a file, not a folder: give a folder for the exported files")
+    target = output / f"model{SUFFIX[fmt]}"
+    if target.exists() and not force:
+        _fail(
+            f"{target} already exists (an earlier export, perhaps of another checkpoint): give another folder "
+            f"with -o, or --force to overwrite it"
+        )
     model, config, provenance = checkpoint_model(checkpoint)
     try:
         output.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         _fail(f"cannot create {output}: {exc.strerror or exc}; choose a folder you can write to with -o")
-    path = write_model(model, config, fmt, output / f"model{SUFFIX[fmt]}", provenance)
+    path = write_model(model, config, fmt, target, provenance)
     sys.stdout.write(f"{path}\n")
     err.print(f"wrote {path} (trained weights of {checkpoint})", highlight=False, markup=False)
