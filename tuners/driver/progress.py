@@ -149,7 +149,8 @@ class SweepProgress(Callback):
         )
 
     def finish(self, interrupted: bool, storage: str) -> None:
-        print_front(self.ot_study, self.study, self.out)
+        # the front is the sweep's result: on stdout, as `lwnas status` prints it (progress and advice: stderr)
+        print_front(self.ot_study, self.study, Console(soft_wrap=True))
         name = self.ot_study.study_name
         url = storage_arg(storage)  # shell-quoted; never the password
         if url != shlex.quote(storage):

@@ -23,7 +23,7 @@ from rich.console import Console
 
 from searchspace.errors import LwnasError
 from searchspace.study import Study, StudyError, path_component
-from tuners.driver.ray_logs import quiet_ray_interrupts
+from tuners.driver.ray_logs import quiet_ray_interrupts, quiet_token_banner
 from tuners.driver.samplers import make_sampler
 from tuners.driver.trainable import NUMBER
 from tuners.fronts.objectives import encoded_objectives
@@ -417,7 +417,8 @@ def _init_ray(address: str | None, study: Study) -> None:
         # (Tune runs each trial in a directory of its own, so the workers' cwd would not find it)
         paths = [os.getcwd(), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
         os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-        ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+        with quiet_token_banner():
+            ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
 
 
 def _own_packages() -> list[str]:
