@@ -263,7 +263,7 @@ class _PlainFlags:
     option, flags included, where a flag takes no value. An empty metavar makes Typer print none."""
 
     def get_params(self, ctx):
-        params = super().get_params(ctx)  # type: ignore[misc]  # a mixin: TyperCommand or TyperGroup follows
+        params = super().get_params(ctx)  # a mixin: TyperCommand or TyperGroup follows it
         for param in params:
             if getattr(param, "is_flag", False) and param.metavar is None:
                 param.metavar = ""
@@ -285,7 +285,8 @@ def _plain_flags(typer_app: typer.Typer) -> None:
         info.cls = PlainFlagsCommand
     for group in typer_app.registered_groups:
         group.cls = PlainFlagsGroup
-        _plain_flags(group.typer_instance)
+        if group.typer_instance is not None:
+            _plain_flags(group.typer_instance)
 
 
 _unwrap_help(app)

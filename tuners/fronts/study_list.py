@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import optuna
@@ -59,7 +60,7 @@ def list_studies(storage: Any) -> list[StudyLine]:
         StudyLine(
             s.study_name,
             _ordered(counts.get(ids[s.study_name], {})),
-            decoded_objectives(s.user_attrs, s.directions, lambda s=s: _metric_names(s.study_name, storage)),
+            decoded_objectives(s.user_attrs, s.directions, partial(_metric_names, s.study_name, storage)),
         )
         for s in studies
     ]
