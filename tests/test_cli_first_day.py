@@ -13,13 +13,14 @@ import contextlib
 import json
 import sqlite3
 import subprocess
+import uuid
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 import typer
 from PIL import Image
-from sweep_procs import SWEEP_TIMEOUT, TINY_STUDY, kill_session, lwnas, one_error, proc_env
+from sweep_procs import PG_URL, SWEEP_TIMEOUT, TINY_STUDY, kill_session, lwnas, one_error, postgres_or_skip, proc_env
 
 from dashboards.sample import seed_study
 from tuners.cli.main import app
@@ -127,6 +128,24 @@ def test_status_without_a_name_lists_the_studies_read_only(tmp_path):
     optuna.delete_study(study_name="gone", storage=f"sqlite:///{empty}")
     none = lwnas(tmp_path, "status", "--storage", f"sqlite:///{empty}")
     assert none.returncode == 0 and none.stdout.startswith("no studies in"), none.stdout + none.stderr
+
+
+def test_status_lists_the_studies_of_a_postgresql_storage(tmp_path):
+    """The grouped count reads PostgreSQL's enum states as SQLite's text ones (the database is shared: only this
+    test's study is looked at)."""
+    postgres_or_skip()
+    import optuna
+
+    name = f"lwnas-test-list-{uuid.uuid4().hex[:10]}"
+    seed_study(PG_URL, name, trials=12, seed=1)
+    try:
+        listed = lwnas(tmp_path, "status", "--storage", PG_URL, "--json")
+        assert listed.returncode == 0, listed.stderr
+        mine = next(s for s in json.loads(listed.stdout) if s["study"] == name)
+        shown = json.loads(lwnas(tmp_path, "status", name, "--storage", PG_URL, "--json").stdout)
+        assert mine["outcomes"] == shown["outcomes"] and mine["trials"] == 12, (mine, shown["outcomes"])
+    finally:
+        optuna.delete_study(study_name=name, storage=PG_URL)
 
 
 def test_version(tmp_path):
