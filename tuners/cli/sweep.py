@@ -165,7 +165,9 @@ def status(
     from tuners.fronts.status import read_trials, study_status
 
     if name is None:
-        _list_studies(storage, as_json)
+        from tuners.cli.study_list import print_studies
+
+        print_studies(storage, as_json)
         return
     ot_study, backend = _open_ot_study(name, storage)
     trials = read_trials(ot_study, backend)  # in bulk: a few queries, one short read transaction
@@ -198,42 +200,6 @@ def status(
         )
     print_front(ot_study, None, out, trials)
     _print_latency_devices(s["latency_devices"], out)
-
-
-def _list_studies(storage: str, as_json: bool) -> None:
-    """``lwnas status`` without a name: the studies of ``storage`` (read-only), one line each."""
-    import json
-
-    from rich.table import Table
-
-    from searchspace.study import MAXIMIZE
-    from tuners.fronts.study_list import list_studies
-    from tuners.store.connection import open_storage
-    from tuners.store.urls import masked
-
-    backend = open_storage(storage, read_only=True)
-    try:
-        studies = list_studies(backend)
-    finally:
-        backend.engine.dispose()
-    if as_json:
-        sys.stdout.write(json.dumps([s.as_json() for s in studies], indent=2) + "\n")
-        return
-    out = Console(soft_wrap=True)
-    if not studies:
-        out.print(f"no studies in {escape(masked(storage))}", highlight=False)
-        return
-    table = Table(title=escape(f"{len(studies)} {'study' if len(studies) == 1 else 'studies'} in {masked(storage)}"))
-    for column in ("study", "trials", "by outcome", "objectives"):
-        table.add_column(column, justify="right" if column == "trials" else "left")
-    for s in studies:
-        table.add_row(
-            escape(s.name),
-            str(s.trials),
-            ", ".join(f"{k} {v}" for k, v in s.outcomes.items()) or "-",
-            ", ".join(f"{escape(o.metric)} ({'max' if o.direction == MAXIMIZE else 'min'})" for o in s.objectives),
-        )
-    out.print(table)
 
 
 def _print_latency_devices(devices: dict[str, list[int]], out: Console) -> None:
@@ -281,13 +247,13 @@ def export(
             "never trained; `pareto` never holds one).",
         ),
     ] = False,
-    storage: Storage = DEFAULT_STORAGE,
     force: Annotated[
         bool,
         typer.Option(
             "--force", help="With --checkpoint: overwrite the model file already in the -o folder (refused otherwise)."
         ),
     ] = False,
+    storage: Storage = DEFAULT_STORAGE,
 ) -> None:
     """Write one file per trial: a YAML (configuration, task, training settings with the trial's seed, provenance)
     that `lwnas train` reproduces as it is, or with --format torch/onnx a model file that runs without lwnas.

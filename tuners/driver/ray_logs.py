@@ -58,12 +58,8 @@ class _TokenBannerFilter(logging.Filter):
         return not record.getMessage().startswith(TOKEN_BANNER)
 
 
-@contextlib.contextmanager
-def quiet_token_banner() -> Iterator[None]:
-    """While Ray starts, its notice that it enabled token authentication by default is dropped."""
-    logger, rule = logging.getLogger(_TOKEN_LOGGER), _TokenBannerFilter()
-    logger.addFilter(rule)
-    try:
-        yield
-    finally:
-        logger.removeFilter(rule)
+def drop_token_banner() -> None:
+    """From now on, Ray's notice that it enabled token authentication by default is dropped (once per process)."""
+    logger = logging.getLogger(_TOKEN_LOGGER)
+    if not any(isinstance(f, _TokenBannerFilter) for f in logger.filters):
+        logger.addFilter(_TokenBannerFilter())

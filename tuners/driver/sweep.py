@@ -23,7 +23,7 @@ from rich.console import Console
 
 from searchspace.errors import LwnasError
 from searchspace.study import Study, StudyError, path_component
-from tuners.driver.ray_logs import quiet_ray_interrupts, quiet_token_banner
+from tuners.driver.ray_logs import drop_token_banner, quiet_ray_interrupts
 from tuners.driver.samplers import make_sampler
 from tuners.driver.trainable import NUMBER
 from tuners.fronts.objectives import encoded_objectives
@@ -409,6 +409,7 @@ def _init_ray(address: str | None, study: Study) -> None:
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     # failure reports and the memory objective (a static cost the searcher records) carry no metric
     os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
+    drop_token_banner()  # Ray's notice, on every local sweep, that it turned token authentication on
     if address:
         # the trial code and the study travel with the job (runtime_env py_modules)
         ray.init(address=address, runtime_env={"py_modules": _own_packages()}, log_to_driver=False)
@@ -417,8 +418,7 @@ def _init_ray(address: str | None, study: Study) -> None:
         # (Tune runs each trial in a directory of its own, so the workers' cwd would not find it)
         paths = [os.getcwd(), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
         os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-        with quiet_token_banner():
-            ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+        ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
 
 
 def _own_packages() -> list[str]:
