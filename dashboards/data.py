@@ -1,7 +1,7 @@
 """The dashboard's data: studies in storage and their trials as pandas frames, read through ``tuners``.
 
 Nothing here writes to storage. A ``TrialCache`` keeps one study's trials and refreshes them
-incrementally through ``tuners.store.record_read.RecordReader``: the first load reads every trial's record in
+incrementally through ``tuners.store.trial_store.TrialStore``: the first load reads every trial's record in
 a few aggregated queries, and a refresh reads only trials that are new or were running (finished trials
 never change), which keeps a live dashboard cheap on a study of 100,000 trials. Each record's knobs
 (``knobs_of``) are worked out once and kept across refreshes.
@@ -37,7 +37,7 @@ from tuners.store import keys
 from tuners.store.connection import open_storage
 from tuners.store.outcomes import Outcome
 from tuners.store.record import TrialRecord, record_of
-from tuners.store.record_read import RecordReader, collector_paused
+from tuners.store.trial_store import TrialStore, collector_paused
 
 from .live import LiveSets, LiveView
 
@@ -422,7 +422,7 @@ class TrialCache:
         self._lock = threading.Lock()
         self._storage: Any = None
         self._study_id: int | None = None
-        self._reader: RecordReader | None = None
+        self._store: TrialStore | None = None
         self._records: dict[int, TrialRecord] = {}
         self._knob_rows: dict[int, dict[str, Any]] = {}  # knobs_of each record, kept until it changes
         self._data: StudyData | None = None
@@ -445,10 +445,11 @@ class TrialCache:
             if study_id != self._study_id:  # first load, or the study was deleted and created again
                 self._study_id, self._records, self._data, self._parents = study_id, {}, None, {}
                 self._knob_rows = {}
-                self._reader = RecordReader(storage, study_id)
+                self._store = TrialStore(storage, study_id)
                 self._live = LiveSets()
                 self._kind_of, self._kind_trials = {}, {}
-            trials = self._reader.read()  # bulk SQL: every trial, then the new and changed ones
+            assert self._store is not None  # set with the study id above
+            trials = self._store.records_since()  # bulk SQL: every trial, then the new and changed ones
             attrs = storage.get_study_user_attrs(study_id)  # `lwnas confirm` changes these, not the trials
             with collector_paused():
                 for record, parent in trials:
