@@ -369,18 +369,19 @@ class StudyData:
             values.append(tuple(knobs.values()))
         columns = {k: np.full(len(records), None, dtype=object) for k in self.knobs}
         for kind, (at, values) in kinds.items():
-            for knob, column in zip(kind, zip(*values)):
+            for knob, knob_cells in zip(kind, zip(*values)):
                 if knob in columns:
-                    columns[knob][at] = np.fromiter(column, dtype=object, count=len(at))
+                    columns[knob][at] = np.fromiter(knob_cells, dtype=object, count=len(at))
         out = {}
-        for knob, column in columns.items():
-            types = set(map(type, column))
+        for knob, array in columns.items():
+            cells: list[Any] = list(array)
+            types = set(map(type, cells))
             if types & {list, tuple, dict}:
-                column = [_cell(v) for v in column]
-                types = set(map(type, column))
+                cells = [_cell(v) for v in cells]
+                types = set(map(type, cells))
             if knob in as_text or type(None) in types or len(types) > 1:
-                column = ["—" if v is None else str(v) for v in column]
-            out[knob] = list(column)
+                cells = ["—" if v is None else str(v) for v in cells]
+            out[knob] = cells
         return out
 
     @cached_property
@@ -487,8 +488,9 @@ class TrialCache:
         previous = self._data
         if previous is not None and "frame" not in previous.__dict__ and previous.changed is not None:
             # the page never built that load's table: splice into the one before it, with both loads' changes
-            previous, changed = previous.previous, previous.changed | changed
-            self._data.previous = None  # no chain of old loads kept alive
+            older, changed = previous.previous, previous.changed | changed
+            previous.previous = None  # no chain of old loads kept alive
+            previous = older
         return StudyData(
             self.name,
             objectives,

@@ -4,7 +4,7 @@ The driver resolves and costs a point once (``tuners/driver/searcher.py``) and t
 only thing that crosses to the worker: the exact configuration (already adapted to the task), the
 complete training settings (seed and threads included), the task and its options, and the static
 costs. The worker (``tuners/driver/trainable.py``) trains exactly that; ``lwnas status``, ``lwnas export``
-and the dashboard read the same type back from storage (``tuners.store.record.record_of``).
+and the dashboard read the same type back from storage (``tuners.store.trial_store.TrialStore``).
 
 Plain data only: this module imports neither torch nor Ray, so the dashboard and the CLI read it cheaply.
 """
@@ -195,7 +195,7 @@ def record_from(
     datetime_complete: Any = None,
     epochs: Any = None,
 ) -> TrialRecord:
-    """A TrialRecord from a trial's parts: ``record_of``'s work, shared with ``tuners.store.record_read``, which
+    """A TrialRecord from a trial's parts: ``record_of``'s work, shared with ``tuners.store.sql_reads``, which
     builds records straight from storage rows without a FrozenTrial in between (and passes ``epochs``
     still undecoded, a ``record.StoredEpochs``, instead of the ``epoch:`` keys in ``attrs``)."""
     plan = attrs.get(PLAN) or attrs  # one attribute now; studies from before it hold each field alone
