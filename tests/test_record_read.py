@@ -1,6 +1,7 @@
 """Records the trial store reads straight from SQL (tuners/store/sql_reads.py) equal ``record_of`` over Optuna's
-own view, on SQLite and PostgreSQL: every trial state, epoch records, NaN and infinite values, seeds and seed repeats, constraints in
-both of Optuna's layouts, floats that need all 17 digits; and an incremental read returns exactly what changed."""
+own view, on SQLite and PostgreSQL: every trial state, epoch records (read when first needed), NaN and infinite
+values, seeds and seed repeats, constraints in both of Optuna's layouts, floats that need all 17 digits; and an
+incremental read returns exactly what changed."""
 
 from __future__ import annotations
 
