@@ -207,41 +207,51 @@ def read_records(
     scope, params = _scope(study_id, since)
     terms = _terms(sql)
     queries = {name: query.format(scope=scope, **terms) for name, query in _QUERIES.items()}
-    with collector_paused(), engine.connect() as conn, conn.begin():  # one short read transaction
+    with collector_paused(), engine.connect() as conn:
+        if engine.dialect.name == "postgresql":  # one snapshot for every query (its default reads each anew)
+            conn = conn.execution_options(isolation_level="REPEATABLE READ")
+        with conn.begin():  # one short read transaction
+            return _records_of(conn, queries, params, engine, sql, study_id)
 
-        def run(name: str) -> list:
-            expanding: list[Any] = [bindparam(k, expanding=True) for k in params if k.startswith("open")]
-            if ":multi" in queries[name]:  # typed: PostgreSQL compares an empty list's placeholder with the names
-                expanding.append(bindparam("multi", expanding=True, type_=String))
-            return list(conn.execute(text(queries[name]).bindparams(*expanding), params).all())
 
-        rows = run("trials")
-        single, params["multi"] = _distributions(run("distributions"))
-        values, params_ = _values(run("values")), _params(run("params"), single)
-        user, system = dict(run("user")), dict(run("system"))
-        counts, open_epochs = dict(run("epoch_counts")), dict(run("open_epochs"))
-        later = EpochTexts(
-            engine, sql, study_id, [row[0] for row in rows if row[0] in counts and row[0] not in open_epochs]
+def _records_of(
+    conn: Any, queries: dict[str, str], params: dict[str, Any], engine: Any, sql: dict[str, str], study_id: int
+) -> list[tuple[int, ReadTrial]]:
+    """``read_records``' queries on ``conn`` and the records they make."""
+
+    def run(name: str) -> list:
+        expanding: list[Any] = [bindparam(k, expanding=True) for k in params if k.startswith("open")]
+        if ":multi" in queries[name]:  # typed: PostgreSQL compares an empty list's placeholder with the names
+            expanding.append(bindparam("multi", expanding=True, type_=String))
+        return list(conn.execute(text(queries[name]).bindparams(*expanding), params).all())
+
+    rows = run("trials")
+    single, params["multi"] = _distributions(run("distributions"))
+    values, params_ = _values(run("values")), _params(run("params"), single)
+    user, system = dict(run("user")), dict(run("system"))
+    counts, open_epochs = dict(run("epoch_counts")), dict(run("open_epochs"))
+    later = EpochTexts(
+        engine, sql, study_id, [row[0] for row in rows if row[0] in counts and row[0] not in open_epochs]
+    )
+    out = []
+    for trial_id, number, state, start, complete in rows:
+        attrs = _json(f"{{{user[trial_id]}}}") if trial_id in user else {}
+        epochs = None
+        if trial_id in counts:  # none numbered: the old list layout (``record.epochs_of`` reads it from attrs)
+            epochs = StoredEpochs(counts[trial_id], open_epochs.get(trial_id), later, trial_id)
+        record = record_from(
+            number,
+            state,
+            values.get(trial_id),
+            params_.get(trial_id, {}),
+            attrs,
+            constraints_of(_json(f"{{{system[trial_id]}}}")) if trial_id in system else {},
+            _moment(start),
+            _moment(complete),
+            epochs=epochs,
         )
-        out = []
-        for trial_id, number, state, start, complete in rows:
-            attrs = _json(f"{{{user[trial_id]}}}") if trial_id in user else {}
-            epochs = None
-            if trial_id in counts:  # none numbered: the old list layout (``record.epochs_of`` reads it from attrs)
-                epochs = StoredEpochs(counts[trial_id], open_epochs.get(trial_id), later, trial_id)
-            record = record_from(
-                number,
-                state,
-                values.get(trial_id),
-                params_.get(trial_id, {}),
-                attrs,
-                constraints_of(_json(f"{{{system[trial_id]}}}")) if trial_id in system else {},
-                _moment(start),
-                _moment(complete),
-                epochs=epochs,
-            )
-            out.append((trial_id, ReadTrial(record, parent_of_attrs(attrs, number))))
-        return out
+        out.append((trial_id, ReadTrial(record, parent_of_attrs(attrs, number))))
+    return out
 
 
 class EpochTexts:
