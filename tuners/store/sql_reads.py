@@ -223,7 +223,11 @@ def _records_of(
         expanding: list[Any] = [bindparam(k, expanding=True) for k in params if k.startswith("open")]
         if ":multi" in queries[name]:  # typed: PostgreSQL compares an empty list's placeholder with the names
             expanding.append(bindparam("multi", expanding=True, type_=String))
-        return list(conn.execute(text(queries[name]).bindparams(*expanding), params).all())
+        result = conn.execute(text(queries[name]).bindparams(*expanding), params)
+        try:  # the driver's own tuples: a SQLAlchemy Row per row cost a third of the time on 1.4 million params
+            return list(result.cursor.fetchall())
+        finally:
+            result.close()
 
     rows = run("trials")
     single, params["multi"] = _distributions(run("distributions"))
@@ -392,16 +396,19 @@ def _moment(value: Any) -> dt.datetime | None:
 
     ``to_local`` asks the C library for the zone's offset at each moment (two per trial: 1 s of a 100,000-trial
     read); the offset is kept per UTC minute and zone instead, as zones change offset only on whole minutes
-    (every offset has been whole minutes since 1972)."""
+    (every offset has been whole minutes since 1972). SQLite's text names its minute in its first 16 characters."""
     if value is None:
         return None
     if isinstance(value, str):
+        minute_key: Any = value[:16]
         value = dt.datetime.fromisoformat(value)
-    minute = value.replace(second=0, microsecond=0)
-    key = (minute, time.timezone, time.altzone, time.tzname)  # time.tzset() changes these with the zone
+    else:
+        minute_key = value.replace(second=0, microsecond=0)
+    key = (minute_key, time.timezone, time.altzone, time.tzname)  # time.tzset() changes these with the zone
     offset = _OFFSETS.get(key)
     if offset is None:
         if len(_OFFSETS) > 100_000:  # a long-lived dashboard: forget rather than grow
             _OFFSETS.clear()
+        minute = value.replace(second=0, microsecond=0)
         offset = _OFFSETS[key] = t.to_local(minute) - minute
     return value + offset
