@@ -133,7 +133,8 @@ class TrialStore:
         trial-number order."""
         if self.engine is None or self.sql is None:
             return [ReadTrial(record_of(tr), parent_of_attrs(tr.user_attrs, tr.number)) for tr in self.frozen_since()]
-        return self._record_read.changed(read_records(self.engine, self.sql, self.study_id, self._record_read))
+        with collector_paused():  # remembering 100,000 records is as many objects for the collector to walk
+            return self._record_read.changed(read_records(self.engine, self.sql, self.study_id, self._record_read))
 
     def records(self) -> list[TrialRecord]:
         """Every trial's record, read now (in trial-number order; the ``since`` reads keep their points)."""
