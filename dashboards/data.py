@@ -512,7 +512,5 @@ def export_records(url: str, name: str, numbers: list[int]) -> tuple[optuna.Stud
     """The study and fresh records of trials ``numbers`` (read now, as ``lwnas export`` would)."""
     storage = connect(url)
     ot_study = optuna.load_study(study_name=name, storage=storage)
-    study_id = storage.get_study_id_from_name(name)
-    return ot_study, [
-        record_of(storage.get_trial(storage.get_trial_id_from_study_id_trial_number(study_id, n))) for n in numbers
-    ]
+    store = TrialStore.of(storage, name)
+    return ot_study, [store.record(n) for n in numbers]
