@@ -25,7 +25,7 @@ from searchspace.study import MAXIMIZE, Study
 from tuners.driver.trainable import NUMBER
 from tuners.fronts.objectives import study_objectives
 from tuners.fronts.seeds import groups_of, pareto_front_groups, seed_groups
-from tuners.store.record_read import ReadTrial
+from tuners.store.trial_store import ReadTrial
 from tuners.store.urls import storage_arg
 
 RAY_LOGGERS = ("ray.tune", "ray.air", "ray.train")
