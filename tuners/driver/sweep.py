@@ -246,6 +246,7 @@ def _drive(
     scheduler = MOASHA.for_study(study) if study.tuner.scheduler == "mo-asha" else None
     concurrent = options.max_concurrent or study.tuner.max_concurrent
     _init_ray(options.address, study)
+    _check_a_trial_fits(study)
     # the trial's record travels in its config: the workers never see the study file
     trainable = tune.with_resources(run_trial, {"cpu": study.tuner.cpus_per_trial, "gpu": study.tuner.gpus_per_trial})
     run_name = f"{path_component(ot_study.study_name)}-{int(time.time())}"
@@ -311,7 +312,7 @@ def _drive(
 def check_paths_on_nodes(study: Study, address: str, out: Console) -> None:
     """Refuse a sweep on the cluster at ``address`` whose task reads a path that an alive node cannot see
     (``tuners/driver/nodes.py``); connects to the cluster when the task reads any path."""
-    from trainers.tasks.base import task_class
+    from trainers.tasks.registry import task_class
     from tuners.driver.nodes import PROBE_TIMEOUT_S, paths_unseen_on_nodes
 
     options = {
@@ -407,11 +408,30 @@ def _init_ray(address: str | None, study: Study) -> None:
         # the trial code and the study travel with the job (runtime_env py_modules)
         ray.init(address=address, runtime_env={"py_modules": _own_packages()}, log_to_driver=False)
     else:
-        # workers import a task plugin that sits in the working directory, as the driver does
-        # (Tune runs each trial in a directory of its own, so the workers' cwd would not find it)
-        paths = [os.getcwd(), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-        os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+        # workers find what the driver finds on PYTHONPATH (an --allow-plugin module): Tune runs each trial in a
+        # directory of its own, so a relative entry is made absolute. The working directory itself is never
+        # added: a task is registered (entry points) or allowed on the command line, not found next to a file.
+        paths = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        if paths:
+            os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
         ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+
+
+def _check_a_trial_fits(study: Study) -> None:
+    """Refuse a trial that no Ray node can hold (Tune would wait for one forever, saying nothing)."""
+    import ray
+
+    alive = [node.get("Resources", {}) for node in ray.nodes() if node.get("Alive")]
+    for resource, asked, key in (
+        ("CPU", study.tuner.cpus_per_trial, "cpus_per_trial"),
+        ("GPU", study.tuner.gpus_per_trial, "gpus_per_trial"),
+    ):
+        most = max((float(r.get(resource, 0)) for r in alive), default=0.0)
+        if asked > most:
+            raise SweepError(
+                f"tuner.{key} is {asked:g}, but the largest Ray node has {most:g} {resource}s: no trial could "
+                f"start (a trial runs on one node); lower tuner.{key} to at most {most:g}"
+            )
 
 
 def _own_packages() -> list[str]:
