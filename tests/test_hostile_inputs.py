@@ -76,27 +76,27 @@ MAIN = "a `__main__` module is a program, not a task, and is never imported"
 
 @pytest.mark.parametrize("command", ["space validate", "train", "evaluate", "train --allow-plugin"])
 def test_a_main_module_is_never_imported(work, command):
-    """``tqdm.__main__`` runs tqdm's command-line tool when imported; ``evilpkg.__main__`` (importable here)
-    writes the marker. Neither is imported, whatever names it, the command line included."""
+    """``tqdm.__main__`` runs tqdm's command-line tool when imported: a study, configuration or checkpoint naming
+    it imports nothing. ``evilpkg.__main__`` (importable here) writes the marker: not imported even when the
+    command line allows it."""
     evil = work / "evilpkg"
     evil.mkdir()
     (evil / "__init__.py").write_text("")
     (evil / "__main__.py").write_text(EVIL)
-    for reference in ("tqdm.__main__:X", "evilpkg.__main__:T"):
-        if command == "space validate":
-            (work / "s.yaml").write_text(
-                f'task: "{reference}"\nfamily: encoder\nobjectives: [accuracy]\nspace: {{d_model: 16}}\n'
-            )
-            args = ["space", "validate", "s.yaml"]
-        elif command == "evaluate":
-            args = ["evaluate", str(checkpoint(work / "checkpoint.pt", task=reference))]
-        else:
-            (work / "c.yaml").write_text(CONFIG + f'task: "{reference}"\n')
-            args = ["train", "c.yaml", "--epochs", "1"]
-            if command.endswith("--allow-plugin"):
-                args += ["--allow-plugin", reference]
-        line = run(work, *args, pythonpath=(str(work),))
-        assert MAIN in line and reference in line, line
+    reference = "evilpkg.__main__:T" if command.endswith("--allow-plugin") else "tqdm.__main__:X"
+    if command == "space validate":
+        study = f'task: "{reference}"\nfamily: encoder\nobjectives: [accuracy]\nspace: {{d_model: 16}}\n'
+        (work / "s.yaml").write_text(study)
+        args = ["space", "validate", "s.yaml"]
+    elif command == "evaluate":
+        args = ["evaluate", str(checkpoint(work / "checkpoint.pt", task=reference))]
+    else:
+        (work / "c.yaml").write_text(CONFIG + f'task: "{reference}"\n')
+        args = ["train", "c.yaml", "--epochs", "1"]
+        if command.endswith("--allow-plugin"):
+            args += ["--allow-plugin", reference]
+    line = run(work, *args, pythonpath=(str(work),))
+    assert MAIN in line and reference in line, line
 
 
 def test_an_allowed_plugin_is_imported_only_with_the_flag(work):
@@ -144,10 +144,8 @@ def test_a_malformed_checkpoint_is_one_line(work, fields, expected):
         ("d_model: 65536\nheads: 8\nlayers: 256\n", (), "training this configuration needs at least"),
         ("training: {threads: 100000000}\n", (), "threads: must be an integer >= 1 or null (torch's default), at most"),
         ("", ("--threads", "100000000"), "threads: must be an integer >= 1 or null (torch's default), at most"),
-        ("training: {seed: 190:20:30}\n", (), "'190:20:30' is a base-60 number in YAML 1.1"),
-        ("training: !!set {a, b}\n", (), "could not determine a constructor for the tag 'tag:yaml.org,2002:set'"),
     ],
-    ids=["d-model-65536-layers-256", "threads-in-file", "threads-on-command-line", "sexagesimal", "set-tag"],
+    ids=["d-model-65536-layers-256", "threads-in-file", "threads-on-command-line"],
 )
 def test_an_absurd_train_configuration_is_refused_before_training(work, text, args, expected):
     # the file's own knobs come last: a repeated key would be refused as such
