@@ -239,14 +239,15 @@ def test_hdf5_features_declaring_ten_billion_images_are_refused_before_reading(w
 
 
 # ---- sweeps ------------------------------------------------------------------------------------------------------
-def test_a_trial_larger_than_every_ray_node_is_refused(work):
+def test_a_trial_larger_than_the_machine_is_refused_before_anything_is_stored(work):
     """`cpus_per_trial` within its rule but beyond this machine: Tune would wait for such a node forever.
-    (Ray starts processes and writes its session under /tmp: this one runs without the audit hook.)"""
+    (A sweep may start Ray, which starts processes and writes under /tmp: this one runs without the audit hook.)"""
     cpus = min(1024, (os.cpu_count() or 1) * 4)
     (work / "s.yaml").write_text(
         "name: big-trials\ntask: digits\nobjectives: [accuracy]\nbudget: {trials: 1, epochs: 1}\n"
         f"tuner: {{cpus_per_trial: {cpus}}}\nspace: {{d_model: 16, heads: 2, layers: 1}}\n"
     )
     result = sweep_lwnas(work, "sweep", "s.yaml", "--storage", f"sqlite:///{work / 'lwnas.db'}", timeout=TIMEOUT_S)
-    line = refused(result)  # Ray prints its own banner: the one `error` line is lwnas's
-    assert f"tuner.cpus_per_trial is {cpus}, but the largest Ray node has" in line, line
+    line = refused(result)
+    assert f"tuner.cpus_per_trial is {cpus}, but this machine has {os.cpu_count()} CPUs" in line, line
+    assert not (work / "lwnas.db").exists(), "the refused sweep created its storage"

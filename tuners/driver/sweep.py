@@ -131,6 +131,8 @@ def run_sweep(
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     if options.address:  # a cluster: every node must see the task's data before anything is stored
         check_paths_on_nodes(study, options.address, out)
+    else:  # Ray on this machine: a trial needing more CPUs than it has is refused before anything is stored
+        _check_a_trial_fits_this_machine(study)
     storage = open_storage(options.storage, create=not resume, flush_each_commit=False)  # see engine_kwargs
     # the lease comes before anything touches the trials: re-queueing RUNNING trials would steal a live driver's
     if resume:
@@ -428,10 +430,21 @@ def _check_a_trial_fits(study: Study) -> None:
     ):
         most = max((float(r.get(resource, 0)) for r in alive), default=0.0)
         if asked > most:
-            raise SweepError(
-                f"tuner.{key} is {asked:g}, but the largest Ray node has {most:g} {resource}s: no trial could "
-                f"start (a trial runs on one node); lower tuner.{key} to at most {most:g}"
-            )
+            raise _too_large(key, asked, "the largest Ray node", most, resource)
+
+
+def _check_a_trial_fits_this_machine(study: Study) -> None:
+    """Refuse, before Ray starts, a trial asking more CPUs than this machine has (Ray counts no more)."""
+    cpus = os.cpu_count() or 1
+    if study.tuner.cpus_per_trial > cpus:
+        raise _too_large("cpus_per_trial", study.tuner.cpus_per_trial, "this machine", cpus, "CPU")
+
+
+def _too_large(key: str, asked: float, where: str, most: float, resource: str) -> SweepError:
+    return SweepError(
+        f"tuner.{key} is {asked:g}, but {where} has {most:g} {resource}s: no trial could start (a trial runs on "
+        f"one node); lower tuner.{key} to at most {most:g}"
+    )
 
 
 def _own_packages() -> list[str]:
