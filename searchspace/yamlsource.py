@@ -8,6 +8,7 @@ mapping is an error too (plain ``yaml.safe_load`` silently keeps the last one).
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,11 @@ _PLAIN_TAGS = frozenset(
 def read_text(path: str | Path) -> str:
     """The file's text: at most ``MAX_FILE_BYTES``, UTF-8 (FileNotFoundError passes through)."""
     try:
-        with Path(path).open("rb") as f:
+        # non-blocking open: a FIFO nobody writes to would block a plain open forever; it reads as empty instead,
+        # while a pipe with a writer (/dev/stdin) still reads what it is sent once blocking is restored
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb") as f:
             raw = f.read(MAX_FILE_BYTES + 1)  # never more, whatever the file (or device) holds
     except FileNotFoundError:
         raise

@@ -173,6 +173,12 @@ def test_a_fifo_as_features_data_is_refused_without_opening_it(work):
     assert "data.npz is not a regular file (a FIFO (named pipe))" in line, line
 
 
+def test_a_fifo_as_a_study_file_reads_as_empty_instead_of_waiting_for_a_writer(work):
+    os.mkfifo(work / "s.yaml")
+    line = run(work, "space", "validate", "s.yaml")
+    assert line == "error s.yaml: a study is a mapping with `task` and `space`, got NoneType", line
+
+
 def test_a_fifo_named_by_a_checkpoint_is_refused_without_opening_it(work):
     os.mkfifo(work / "data.npz")
     checkpoint(work / "checkpoint.pt", task="features", task_options={"path": str(work / "data.npz")})
