@@ -46,7 +46,7 @@ except ImportError:
 
 from _common import HelpFormatter, LoadMonitor, log  # noqa: E402
 from helpers.netns_cluster import NetnsCluster, unavailable  # noqa: E402
-from many_workers import GB, PLUGIN, study_spec, timing  # noqa: E402
+from many_workers import ALLOW, GB, PLUGIN, study_spec, timing  # noqa: E402
 
 NAME = "cluster-many"
 
@@ -213,7 +213,16 @@ def main() -> None:
                 f"lwnas sweep: {args.trials} trials, {args.concurrent} at once, "
                 f"{per_node} on each of {args.workers} nodes"
             )
-            cmd = ["lwnas", "sweep", "study.yaml", "--address", cluster.head_address, "--storage", cluster.storage_url]
+            cmd = [
+                "lwnas",
+                "sweep",
+                "study.yaml",
+                "--address",
+                cluster.head_address,
+                "--storage",
+                cluster.storage_url,
+                *ALLOW,
+            ]
             t1 = time.perf_counter()
             proc = cluster.popen("head", cmd, work / "sweep.log", cwd=work)
             while proc.poll() is None and watch.aborted is None:

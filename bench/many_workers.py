@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import statistics
 import subprocess
@@ -54,6 +53,7 @@ except ImportError:
 from _common import HelpFormatter, LoadMonitor, all_cores, log
 
 PLUGIN = Path(__file__).resolve().parents[1] / "tests" / "plugins" / "sleep_task.py"
+ALLOW = ("--allow-plugin", "sleep_task:SleepDigits")
 ANCHOR = Path(__file__).resolve().with_name("plain_tune_sleep.py")
 NAME = "many-workers"
 GB = 2**30
@@ -414,7 +414,6 @@ def main() -> None:
     watch.start()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        shutil.copy(PLUGIN, tmp / "sleep_task.py")
         spec = study_spec(args.concurrent, args.trials, args.epochs, args.sleep)
         (tmp / "study.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
         db = tmp / "many.db"
@@ -425,17 +424,19 @@ def main() -> None:
             "LWNAS_CACHE": str(tmp / "cache"),
             "RAY_USAGE_STATS_ENABLED": "0",
             "RAY_ADDRESS": "local",
+            # the plugin is not installed: its folder goes on PYTHONPATH and --allow-plugin lets lwnas import it
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(PLUGIN.parent), os.environ.get("PYTHONPATH")])),
         }
         env.pop("LWNAS_STORAGE", None)
         log(
             f"lwnas sweep: {args.trials} trials, {args.concurrent} at once, {spec['tuner']['cpus_per_trial']} CPUs each"
         )
         kill_when = (lambda: completed_count(db) >= args.restart_after) if args.restart_after else None
-        rc, wall = run_lwnas(["sweep", "study.yaml", "--storage", url], tmp, env, watch, kill_when)
+        rc, wall = run_lwnas(["sweep", "study.yaml", "--storage", url, *ALLOW], tmp, env, watch, kill_when)
         walls = {"sweep_s": round(wall, 1)}
         if rc is None and watch.aborted is None:
             log("driver killed; lwnas resume")
-            rc, wall2 = run_lwnas(["resume", NAME, "--storage", url], tmp, env, watch)
+            rc, wall2 = run_lwnas(["resume", NAME, "--storage", url, *ALLOW], tmp, env, watch)
             walls["resume_s"] = round(wall2, 1)
         watch.stop()
         out = (tmp / "lwnas.log").read_text(errors="replace")

@@ -441,13 +441,28 @@ def parse_duration(value: Any) -> float | None:
     return seconds if seconds > 0 else None
 
 
+MAX_TUNER_SEED = 2**32 - 1
+MAX_CPUS_PER_TRIAL = 1024
+MAX_GPUS_PER_TRIAL = 64
+
 _TUNER_RULES: dict[str, tuple[str, Any]] = {
     "sampler": (f"one of {', '.join(SAMPLERS)}", lambda v: v in SAMPLERS),
     "scheduler": (f"one of {', '.join(SCHEDULERS)}", lambda v: v in SCHEDULERS),
     "max_concurrent": ("an integer >= 1", lambda v: _is_int(v) and v >= 1),
-    "seed": ("an integer >= 0", lambda v: _is_int(v) and v >= 0),
-    "cpus_per_trial": ("a number > 0", lambda v: _is_number(v) and v > 0),
-    "gpus_per_trial": ("a number >= 0", lambda v: _is_number(v) and v >= 0),
+    # Optuna's samplers seed numpy's RandomState, which takes 0 .. 2**32 - 1
+    "seed": (
+        f"an integer >= 0, at most {MAX_TUNER_SEED:,} (2**32 - 1)",
+        lambda v: _is_int(v) and 0 <= v <= MAX_TUNER_SEED,
+    ),
+    # a trial runs on one machine: beyond these no machine has that many, and Ray would wait for one forever
+    "cpus_per_trial": (
+        f"a number > 0, at most {MAX_CPUS_PER_TRIAL:,}",
+        lambda v: _is_number(v) and 0 < v <= MAX_CPUS_PER_TRIAL,
+    ),
+    "gpus_per_trial": (
+        f"a number >= 0, at most {MAX_GPUS_PER_TRIAL}",
+        lambda v: _is_number(v) and 0 <= v <= MAX_GPUS_PER_TRIAL,
+    ),
     "max_failures": ("an integer >= 0", lambda v: _is_int(v) and v >= 0),
     "population_size": ("an integer >= 2", lambda v: v is None or (_is_int(v) and v >= 2)),
     "grace_epochs": ("an integer >= 1", lambda v: _is_int(v) and v >= 1),

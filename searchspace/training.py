@@ -20,6 +20,7 @@ from .knob_fields import TrainingKnob, setting, training_knobs
 
 SCHEDULES = ("cosine", "step", "noam", "constant")
 DEVICES = ("auto", "cpu", "cuda")
+MAX_THREADS = 1024  # torch's OpenMP pool allocates per thread: a huge count fails in libgomp, not with a line
 
 
 def _int_from(low: int) -> Callable[[Any], bool]:
@@ -76,8 +77,8 @@ class TrainSettings:
     threads: int | None = setting(
         None,
         "CPU threads for torch (null: torch's default)",
-        rule="an integer >= 1 or null (torch's default)",
-        ok=lambda v: v is None or _int_from(1)(v),
+        rule=f"an integer >= 1 or null (torch's default), at most {MAX_THREADS:,}",
+        ok=lambda v: v is None or (_int_from(1)(v) and v <= MAX_THREADS),
         searchable=False,
     )
     device: str = setting(

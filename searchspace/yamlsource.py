@@ -8,6 +8,7 @@ mapping is an error too (plain ``yaml.safe_load`` silently keeps the last one).
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,29 @@ Path_ = tuple[Any, ...]
 
 
 class StudyLoader(yaml.SafeLoader):
-    """SafeLoader that also reads ``5.0e6`` and ``1e-3`` as numbers (YAML 1.2; PyYAML needs ``5.0e+6``)."""
+    """SafeLoader that also reads ``5.0e6`` and ``1e-3`` as numbers (YAML 1.2; PyYAML needs ``5.0e+6``), and
+    refuses YAML 1.1's base-60 numbers (``190:20:30`` would be the integer 685,230) instead of reading them."""
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        _refuse_sexagesimal(node)
+        return super().construct_yaml_int(node)
+
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
+        _refuse_sexagesimal(node)
+        return super().construct_yaml_float(node)
+
+
+def _refuse_sexagesimal(node: yaml.ScalarNode) -> None:
+    if ":" in str(node.value):
+        raise YamlProblem(
+            node.start_mark.line + 1,
+            f"{str(node.value)[:40]!r} is a base-60 number in YAML 1.1, not a plain number: write the number "
+            f"itself (e.g. 190), or quote it if it is text",
+        )
+
+
+StudyLoader.add_constructor("tag:yaml.org,2002:int", StudyLoader.construct_yaml_int)
+StudyLoader.add_constructor("tag:yaml.org,2002:float", StudyLoader.construct_yaml_float)
 
 
 StudyLoader.add_implicit_resolver(
@@ -49,12 +72,21 @@ MAX_NUMBER_CHARS = 64  # Python parses a long number in quadratic time
 _COLLECTION_START = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
 _COLLECTION_END = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 _NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+# The plain values a study or configuration holds; every other tag (``!!binary``, ``!!set``, ``!!omap``,
+# ``!!python/...``, a local ``!foo``) is refused before anything is constructed.
+_PLAIN_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "int", "float", "str", "timestamp", "seq", "map", "merge")
+)
 
 
 def read_text(path: str | Path) -> str:
     """The file's text: at most ``MAX_FILE_BYTES``, UTF-8 (FileNotFoundError passes through)."""
     try:
-        with Path(path).open("rb") as f:
+        # non-blocking open: a FIFO nobody writes to would block a plain open forever; it reads as empty instead,
+        # while a pipe with a writer (/dev/stdin) still reads what it is sent once blocking is restored
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb") as f:
             raw = f.read(MAX_FILE_BYTES + 1)  # never more, whatever the file (or device) holds
     except FileNotFoundError:
         raise
@@ -162,9 +194,11 @@ def _check_nodes(node: yaml.Node, path: Path_, lines: dict[Path_, int], seen_nod
     if id(node) in seen_nodes:
         return
     seen_nodes.add(id(node))
+    _check_tag(node)
     if isinstance(node, yaml.MappingNode):
         seen: dict[Any, int] = {}
         for key_node, value_node in node.value:
+            _check_tag(key_node)
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
             line = key_node.start_mark.line + 1
             if key in seen:
@@ -175,6 +209,16 @@ def _check_nodes(node: yaml.Node, path: Path_, lines: dict[Path_, int], seen_nod
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             _check_nodes(item, (*path, i), lines, seen_nodes)
+
+
+def _check_tag(node: yaml.Node) -> None:
+    """Refuse a node whose tag is not a plain value's (the constructor's line for a tag it has none for)."""
+    if node.tag not in _PLAIN_TAGS:
+        raise YamlProblem(
+            node.start_mark.line + 1,
+            f"could not determine a constructor for the tag {node.tag[:80]!r}: only plain YAML values are allowed "
+            f"(tags like !!python/... are refused)",
+        )
 
 
 def line_of(lines: dict[Path_, int], path: Path_) -> int:

@@ -1,7 +1,27 @@
-"""Shared fixtures."""
+"""Shared fixtures; the test plugins' registration (tests/helpers/plugins.py)."""
+
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 import torch
+from helpers import plugins
+
+_registry: Path | None = None
+
+
+def pytest_configure(config):
+    """Register tests/plugins as entry points of `lwnas.tasks` unless `pip install -e tests/plugins` did."""
+    global _registry
+    if not plugins.installed():
+        _registry = Path(tempfile.mkdtemp(prefix="lwnas-test-plugins-"))  # under /tmp: every netns host sees it
+        plugins.register(_registry)
+
+
+def pytest_unconfigure(config):
+    if _registry is not None:
+        shutil.rmtree(_registry, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

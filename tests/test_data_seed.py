@@ -3,17 +3,14 @@ seed and `lwnas evaluate` see the same split, so an exported trial retrains on t
 scored on (a plugin whose split depends on the seed would otherwise train on other data)."""
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-PLUGIN = Path(__file__).parent / "plugins" / "seed_recording_task.py"
 LWNAS = str(Path(sys.executable).parent / "lwnas")
 
 
 def test_train_and_evaluate_load_the_data_split_of_every_sweep_trial(tmp_path):
-    shutil.copy(PLUGIN, tmp_path)
     (tmp_path / "c.yaml").write_text("family: encoder\nd_model: 16\nheads: 2\nlayers: 1\n")
     env_run = dict(cwd=tmp_path, capture_output=True, text=True, timeout=300)
     trained = subprocess.run(
@@ -22,7 +19,7 @@ def test_train_and_evaluate_load_the_data_split_of_every_sweep_trial(tmp_path):
             "train",
             "c.yaml",
             "--task",
-            "seed_recording_task:SeedRecordingDigits",
+            "seed-recording-digits",
             "--seed",
             "7",
             "--epochs",

@@ -30,8 +30,9 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
-def validate(case: Path, tmp_path: Path) -> subprocess.CompletedProcess:
-    """``lwnas space validate NAME`` on a copy of ``case``, run as described in the module docstring."""
+def validate(case: Path, tmp_path: Path, *flags: str, pythonpath: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """``lwnas space validate NAME [FLAGS]`` on a copy of ``case``, run as described in the module docstring
+    (``pythonpath``: folders put first on the command's PYTHONPATH)."""
     work, home, tmp = tmp_path / "work", tmp_path / "home", tmp_path / "tmp"
     for folder in (work, home, tmp):
         folder.mkdir(exist_ok=True)
@@ -49,10 +50,12 @@ def validate(case: Path, tmp_path: Path) -> subprocess.CompletedProcess:
         "LWNAS_CACHE": str(tmp / "cache"),
         "PYTHONDONTWRITEBYTECODE": "1",
         "LWNAS_AUDIT_ROOT": str(tmp_path),
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(HOSTILE / "audit"), os.environ.get("PYTHONPATH")])),
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [*pythonpath, str(HOSTILE / "audit"), os.environ.get("PYTHONPATH")])
+        ),
     }
     return subprocess.run(
-        [lwnas, "space", "validate", case.name],
+        [lwnas, "space", "validate", case.name, *flags],
         cwd=work,
         env=env,
         capture_output=True,
@@ -123,7 +126,8 @@ class TrapTask(Digits):
 
 
 def test_plugin_task_is_checked_without_calling_it(tmp_path):
-    """A plugin that implements the Task protocol validates, and nothing it defines is called."""
+    """A plugin that implements the Task protocol validates, and nothing it defines is called (an unregistered
+    class, imported because the command line allows it: the file alone could not)."""
     work = tmp_path / "work"
     work.mkdir()
     (work / "trap_task.py").write_text(TRAP_PLUGIN)
@@ -132,7 +136,7 @@ def test_plugin_task_is_checked_without_calling_it(tmp_path):
         "task: trap_task:TrapTask\ntask_options: {anything: 1}\nobjectives: [accuracy, params]\n"
         "space:\n  d_model: {choice: [16, 32]}\n  heads: 4\n  layers: 1\n"
     )
-    result = validate(case, tmp_path)
+    result = validate(case, tmp_path, "--allow-plugin", "trap_task:TrapTask", pythonpath=(str(work),))
     assert result.returncode == 0, result.stderr
     assert "ok plugin.yaml: 1 searched knobs" in result.stderr and "AUDIT" not in result.stderr
     assert sorted(p.name for p in work.iterdir()) == ["plugin.yaml", "trap_task.py"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 from collections import Counter
 from pathlib import Path
@@ -27,7 +26,6 @@ from sweep_procs import (
 
 from tuners.store import keys
 
-PLUGIN = Path(__file__).parent / "plugins" / "sleep_task.py"
 CONCURRENT, BUDGET = 8, 12
 
 
@@ -40,10 +38,9 @@ def _ray_numbers(cache: Path) -> Counter:
 
 
 def test_concurrent_trials_killed_and_resumed_lose_and_duplicate_nothing(tmp_path):
-    shutil.copy(PLUGIN, tmp_path / "sleep_task.py")
     study = {
         "name": "many",
-        "task": "sleep_task:SleepDigits",
+        "task": "sleep-digits",
         "task_options": {"sleep_s": 4},
         "objectives": [{"metric": "accuracy", "direction": "maximize"}],
         "budget": {"trials": BUDGET, "epochs": 2},

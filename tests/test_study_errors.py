@@ -348,18 +348,18 @@ def test_loads_study_names_the_given_name(tmp_path):
         ("must be one of encoder, mcan, ort, retrieval, got 'encodr'", "(did you mean `encoder`?)"),
     ),
     Case(
-        "family-needed-for-plugin",
+        "family-needed-when-the-data-decides",
         """
-        task: trainers.tasks.features:Features
+        task: features
         objectives: [accuracy]
         space: {d_model: 32}
         """,
         "family",
         "task:",
-        ("is needed for task 'trainers.tasks.features:Features'",),
+        ("is needed for task 'features'",),
     ),
     Case(
-        "plugin-cannot-load",
+        "plugin-not-registered",
         """
         task: my.module:Task
         objectives: [accuracy]
@@ -367,7 +367,7 @@ def test_loads_study_names_the_given_name(tmp_path):
         """,
         "task",
         "task:",
-        ("cannot load task plugin 'my.module:Task'", "No module named 'my'"),
+        ("task plugin 'my.module:Task' is not registered", "entry point of group `lwnas.tasks`"),
     ),
     Case(
         "task-options-not-mapping",

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 import optuna
 import pytest
 import yaml
-from sweep_procs import COUNTED, PG_URL, ROOT, outcome, postgres_or_skip, proc_env, read_trials, run_proc
+from sweep_procs import COUNTED, PG_URL, outcome, postgres_or_skip, proc_env, read_trials, run_proc
 
 from searchspace.files import load_config_file
 from searchspace.study import load_study
@@ -319,14 +318,13 @@ def test_mo_asha_stops_trials_early_and_records_them_pruned(tmp_path):
 
 # ---- failures -------------------------------------------------------------------------------------------
 def test_a_trial_that_raises_or_diverges_fails_alone(tmp_path):
-    # the plugin is a file in the working directory, as a user's own task would be: the driver and
-    # Ray's workers must both import it from there
-    shutil.copy(ROOT / "tests" / "plugins" / "cursed_task.py", tmp_path / "cursed_task.py")
+    # the plugin is registered (tests/plugins, entry point `cursed-digits`), as a user's own task would be:
+    # the driver and Ray's workers must both resolve it by that name
     name, budget = "cursed", 4
     study = write_study(
         tmp_path,
         name,
-        task="cursed_task:CursedDigits",
+        task="cursed-digits",
         trials=budget,
         epochs=2,
         d_models=(16, 24, 32),

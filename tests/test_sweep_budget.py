@@ -4,15 +4,14 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-from sweep_procs import COUNTED, ROOT, TINY_STUDY, lwnas, one_error, outcome, proc_env, read_trials, run_proc
+from sweep_procs import COUNTED, TINY_STUDY, lwnas, one_error, outcome, proc_env, read_trials, run_proc
 
 # every trial of this study is the same point, and its task's metric is constant: nothing can move the front
 STALLED_STUDY = """\
 name: stalled
-task: constant_task:ConstantDigits
+task: constant-digits
 objectives:
   - {metric: accuracy, direction: maximize}
   - {metric: params, direction: minimize}
@@ -69,7 +68,6 @@ def test_resume_with_trials_grows_a_finished_sweep(tmp_path):
 
 
 def test_a_sweep_whose_front_cannot_move_stops_early_and_resume_honours_it(tmp_path):
-    shutil.copy(ROOT / "tests" / "plugins" / "constant_task.py", tmp_path / "constant_task.py")
     (tmp_path / "stalled.yaml").write_text(STALLED_STUDY)
     url = f"sqlite:///{tmp_path / 'lwnas.db'}"
     out = run(tmp_path, "sweep.log", "sweep", "stalled.yaml", "--storage", url)

@@ -7,7 +7,7 @@ import torch
 from searchspace import ArchConfig, ConfigError
 from trainers import cost
 from trainers.loop import StopTraining, TrainingError, TrainSettings, train
-from trainers.tasks import Task, adapt_config, resolve_task, scene_captions, scenes
+from trainers.tasks import Task, adapt_config, registry, resolve_task, scene_captions, scenes
 
 SMALL = dict(d_model=32, heads=4, layers=1, dropout=0.0)
 QUICK = TrainSettings(epochs=3, batch_size=32, lr=3e-3, warmup_epochs=0.5, seed=0)
@@ -72,18 +72,37 @@ class NaNAfterFirstStep(Task):
         return self.inner.evaluate(model, data, batch_size)
 
 
-def test_nan_loss_fails_with_epoch_and_reason():
+@pytest.fixture
+def allowed():
+    """Allow ``module:Class`` plugins for one test, as ``--allow-plugin`` does for one command."""
+    before = set(registry._allowed)
+    yield registry.allow_plugins
+    registry._allowed.clear()
+    registry._allowed.update(before)
+
+
+def test_nan_loss_fails_with_epoch_and_reason(allowed):
+    allowed([f"{__name__}:NaNAfterFirstStep"])
     task = resolve_task(f"{__name__}:NaNAfterFirstStep")
     with pytest.raises(TrainingError) as info:
         train(ArchConfig.from_dict(dict(family="encoder", **SMALL)), task, QUICK, progress=False)
     assert info.value.epoch == 1 and "non-finite loss" in info.value.reason and "step 3" in info.value.reason
 
 
-def test_plugin_task_loads_by_dotted_path():
-    task = resolve_task(f"{__name__}:NaNAfterFirstStep")
-    assert task.name == "nan-task"
+def test_a_plugin_loads_by_registration_or_when_allowed(allowed):
+    # registered (tests/plugins): by its entry point's name or the module:Class it registers
+    assert resolve_task("constant-digits").name == "constant-digits"
+    assert registry.task_class("constant_task:ConstantDigits") is registry.task_class("constant-digits")
+    # unregistered: refused without importing, until the command line allows it
+    with pytest.raises(ValueError, match="is not registered.*--allow-plugin test_tasks:NaNAfterFirstStep"):
+        resolve_task(f"{__name__}:NaNAfterFirstStep")
+    allowed([f"{__name__}:NaNAfterFirstStep", "no_such_module:Task"])
+    assert resolve_task(f"{__name__}:NaNAfterFirstStep").name == "nan-task"
     with pytest.raises(ValueError, match="cannot load task plugin"):
         resolve_task("no_such_module:Task")
+    for never in ("tqdm.__main__:X", "__main__:X", "os:system"):
+        with pytest.raises(ValueError, match="never imported|standard library"):
+            allowed([never])
     with pytest.raises(ValueError, match="did you mean `digits`"):
         resolve_task("digit")
 

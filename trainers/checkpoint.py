@@ -12,6 +12,7 @@ from searchspace import ArchConfig, build_model
 from searchspace.errors import LwnasError, shorten, shown
 from searchspace.files import dump_config
 
+from .cost import WEIGHT_BYTES, CostError, check_fits
 from .loop import TrainResult, TrainSettings, resolve_device
 from .tasks import Task, resolve_task
 from .tasks.base import DATA_SEED
@@ -82,6 +83,10 @@ def load_model(path: Path) -> tuple[torch.nn.Module, dict]:
     """The model of a checkpoint with its trained weights (on the CPU, eval mode), and the checkpoint."""
     ckpt = _read_checkpoint(path)
     config = ArchConfig.from_dict(ckpt["config"])
+    try:
+        check_fits(config, torch.device("cpu"), WEIGHT_BYTES, "building the model of")
+    except CostError as exc:
+        raise CheckpointError(f"{path}: {exc}") from None
     model = build_model(config)
     try:
         model.load_state_dict(ckpt["state_dict"])
@@ -113,7 +118,26 @@ def _read_checkpoint(path: Path) -> dict[str, Any]:
     ]
     if missing:
         raise CheckpointError(f"{path} is not a checkpoint written by `lwnas train` (it lacks {', '.join(missing)})")
+    wrong = [
+        f"`{key}` is {_a(ckpt[key])}, not {kind}"
+        for key, types, kind in (
+            ("config", dict, "a mapping"),
+            ("task", str, "a task name"),
+            ("task_options", dict, "a mapping"),
+            ("settings", dict, "a mapping"),
+            ("state_dict", dict, "a mapping of weights"),
+        )
+        if not isinstance(ckpt[key], types)
+    ]
+    if wrong:
+        raise CheckpointError(f"{path} is not a checkpoint written by `lwnas train`: {'; '.join(wrong)}")
     return ckpt
+
+
+def _a(value: Any) -> str:
+    """``a list``, ``an int``: what a value is, for messages (never its repr: it may be huge)."""
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
 
 
 def evaluate_checkpoint(

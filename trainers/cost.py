@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -161,6 +162,34 @@ def _check_probe_size(params: int, map_bytes: int) -> None:
             f"({params:,} parameters with gradients, plus attention maps), over the "
             f"{MEMORY_PROBE_LIMIT >> 30} GiB limit of the memory probe"
         )
+
+
+# Building a model allocates its weights at once: a configuration (a checkpoint's, a `lwnas train` file's) whose
+# weights alone outgrow the machine is refused from its meta-device shapes, before anything is allocated.
+WEIGHT_BYTES = 4  # fp32 weights: evaluating or exporting a checkpoint
+TRAINING_BYTES = 16  # fp32 weights, their gradients and AdamW's two moments: training, before any activation
+
+
+def device_memory(device: torch.device) -> int:
+    """Bytes of memory ``device`` has in all (the machine's RAM for the CPU)."""
+    if device.type == "cuda":
+        return int(torch.cuda.get_device_properties(device).total_memory)
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_fits(config: ArchConfig, device: torch.device, bytes_per_param: int, doing: str) -> int:
+    """The parameter count of ``config``, counted on the meta device; CostError when its ``bytes_per_param``
+    bytes a parameter need more memory than ``device`` has."""
+    with torch.device("meta"):
+        params = count_params(build_model(config))[0]
+    need, have = params * bytes_per_param, device_memory(device)
+    if need > have:
+        raise CostError(
+            f"{doing} this configuration needs at least {need / 2**30:,.1f} GiB ({params:,} parameters x "
+            f"{bytes_per_param} bytes), more than the {have / 2**30:,.1f} GiB of {device.type}; shrink d_model, "
+            f"d_ff or layers"
+        )
+    return params
 
 
 COUNTERS = ("formula", "trace")

@@ -22,7 +22,7 @@ from searchspace import ArchConfig, ConfigError, build_model
 from searchspace.errors import LwnasError
 from searchspace.training import TrainSettings  # defined torch-free (the study checker reads it); re-exported
 
-from .cost import cost, count_params
+from .cost import TRAINING_BYTES, CostError, check_fits, cost, count_params
 from .tasks import Task, adapt_config, batches, split_size
 from .tasks.base import DATA_SEED
 
@@ -137,6 +137,10 @@ def fit(
         torch.set_num_threads(settings.threads)
     torch.manual_seed(settings.seed)
     device = resolve_device(settings.device)
+    try:  # before the data loads and the model is built: a model beyond the machine is one line, not a crash
+        check_fits(config, device, TRAINING_BYTES, "training")
+    except CostError as exc:
+        raise TrainingError(1, str(exc)) from None
     data = data or task.load(seed=DATA_SEED)
     model = build_model(config).to(device)
     params = count_params(model)[0]

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from ..metrics import accuracy
+from . import data_files
 from .base import Split, Task, batches
 
 
@@ -38,12 +39,14 @@ def _check_declared_size(name: str, fp, size: int) -> None:
 
 def _read(path: Path) -> dict[str, np.ndarray]:
     try:
-        if path.is_dir():
+        if data_files.folder(path, "features"):
             for p in path.glob("*.npy"):
+                data_files.regular_file(p, "features")
                 with p.open("rb") as fp:
                     _check_declared_size(p.name, fp, p.stat().st_size)
             arrays = {p.stem: np.load(p) for p in path.glob("*.npy")}
         elif path.suffix == ".npz":
+            data_files.regular_file(path, "features")
             if not zipfile.is_zipfile(path):
                 raise ValueError(f"features: {path} is not an .npz archive (a zip of .npy files)")
             with np.load(path) as f:

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from searchspace import ConfigError
 
 from ..metrics import accuracy
+from . import data_files
 from .base import Split, Task, batches
 from .digits import _stratified_split
 from .lazy import ArrayRows, PatchRows
@@ -116,22 +117,38 @@ class ImageFolder(_ImageTask):
 
     def _layout(self) -> dict[str, Path]:
         """The folder of class folders for each split given on disk (one entry when the split is ours)."""
-        subs = {p.name for p in self.path.iterdir() if p.is_dir() and not p.name.startswith(".")}
+        subs = {p.name for p in self._folders(self.path)}
         if "train" in subs and subs <= set(SPLITS):
             if "val" not in subs:
                 raise ValueError(f"image-folder: {self.path} has `train` but no `val` folder beside it")
             return {s: self.path / s for s in SPLITS if s in subs}
         return {"all": self.path}
 
+    def _folders(self, folder: Path) -> list[Path]:
+        """The folders in ``folder`` (hidden ones aside), each inside the data folder once links are followed."""
+        found = []
+        for p in sorted(folder.iterdir()):
+            if not p.name.startswith(".") and data_files.folder(p, self.name):
+                found.append(data_files.inside(p, self.path, self.name))
+        return found
+
+    def _images(self, folder: Path) -> list[Path]:
+        """The images of a class folder: regular files inside the data folder once links are followed."""
+        return [
+            data_files.inside(data_files.regular_file(p, self.name), self.path, self.name)
+            for p in sorted(folder.iterdir())
+            if p.suffix.lower() in IMAGE_SUFFIXES
+        ]
+
     def _files(self, folder: Path, classes: list[str] | None) -> list[tuple[Path, str]]:
-        found = sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+        found = [p.name for p in self._folders(folder)]
         if not found:
             raise ValueError(f"image-folder: {folder} has no class folders (expected {folder}/<class>/<image>.png)")
         if classes is not None and (extra := sorted(set(found) - set(classes))):
             raise ValueError(f"image-folder: {folder} has classes the training folder lacks: {', '.join(extra)}")
         out = []
         for name in found:
-            images = sorted(p for p in (folder / name).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+            images = self._images(folder / name)
             if not images:
                 raise ValueError(f"image-folder: class folder {folder / name} has no images (.png, .jpg, .jpeg)")
             out += [(p, name) for p in images]
@@ -140,7 +157,7 @@ class ImageFolder(_ImageTask):
     def _prepare(self) -> Path:
         layout = self._layout()
         first = next(iter(layout.values()))
-        classes = sorted(p.name for p in first.iterdir() if p.is_dir() and not p.name.startswith("."))
+        classes = [p.name for p in self._folders(first)]
         files = {s: self._files(folder, None if s in ("all", "train") else classes) for s, folder in layout.items()}
         if len(classes) == 1:  # a classifier of one class learns nothing and scores accuracy 1.0
             raise ValueError(
@@ -214,6 +231,7 @@ class _ArraysOnly(pickle.Unpickler):
 
 def read_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """(N, 32, 32, 3) uint8 images and (N,) labels of one CIFAR python batch; ValueError naming what is wrong."""
+    data_files.regular_file(path, "cifar")
     try:
         with path.open("rb") as fp:
             batch = _ArraysOnly(fp, encoding="bytes").load()

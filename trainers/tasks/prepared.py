@@ -23,6 +23,7 @@ import numpy as np
 from searchspace import ConfigError
 
 from .cache import cache_dir
+from .data_files import regular_file
 
 # bump when what a task derives from the same inputs changes, so old caches are not read
 FORMAT_VERSION = 2  # 2: vqa keeps official answer scores, captions keep PTB-tokenized references
@@ -49,7 +50,7 @@ def fingerprint(task: str, options: dict[str, Any], files: Iterable[Path]) -> st
     """A short hash of the task, its options and the input files."""
     h = hashlib.sha256(json.dumps([FORMAT_VERSION, task, options], sort_keys=True, default=str).encode())
     for f in sorted(files):
-        st = f.stat()
+        st = regular_file(f, task).stat()  # a FIFO would block the read below; a link loop cannot be read
         h.update(f"{f}\0{st.st_size}\0".encode())
         if f.suffix in (".json", ".txt") and st.st_size <= CONTENT_LIMIT:
             h.update(hashlib.sha256(f.read_bytes()).digest())

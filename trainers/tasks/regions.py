@@ -25,6 +25,11 @@ from .lazy import ArrayRows, HDF5Rows, RegionRows
 FEATURE_KEYS, BOX_KEYS = ("x", "features"), ("bbox", "boxes")
 HDF5_SUFFIXES = (".h5", ".hdf5")
 # dataset names in one HDF5 file: ours first, then those of bottom-up-attention's trainval_36 files
+# What one HDF5 file of region features may declare: its index (ids, counts, boxes) is read whole, so a shape
+# beyond these is refused before any read (an `image_ids` of 10**10 rows would ask 80 GB of memory first).
+MAX_H5_IMAGES = 20_000_000  # Visual Genome holds 108,077 images, COCO 123,287
+MAX_H5_REGIONS = 10_000  # regions per image: bottom-up features give 10 to 100
+MAX_H5_WIDTH = 65_536  # features per region: bottom-up features give 2,048
 H5_FEATURES, H5_BOXES, H5_IDS = ("features", "image_features", "x"), ("boxes", "image_bb", "bbox"), ("image_ids", "ids")
 _ID = re.compile(r"(\d+)\D*$")
 
@@ -236,6 +241,12 @@ def _index_hdf5(path: Path, out: Path, wanted: set[str] | None) -> None:
                 f"{feats.shape} of {feats.dtype}"
             )
         n, r, width = feats.shape
+        if n > MAX_H5_IMAGES or r > MAX_H5_REGIONS or width > MAX_H5_WIDTH:
+            raise ValueError(
+                f"{path}: `{key}` declares {n:,} images x {r:,} regions x {width:,} features; a features file "
+                f"holds at most {MAX_H5_IMAGES:,} images of {MAX_H5_REGIONS:,} regions of {MAX_H5_WIDTH:,} "
+                f"features (its index is read whole before training)"
+            )
         if ids.shape != (n,) or ids.dtype.kind not in "iu":
             raise ValueError(
                 f"{path}: `{ids_name}` must be {n} integers (one per row of `{key}`), found shape "

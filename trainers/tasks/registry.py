@@ -1,5 +1,7 @@
-"""Which class a task name means: the built-in tasks by name, or a plugin, checked against the Task
-protocol without calling it; and constructing it with its options."""
+"""Which class a task name means: the built-in tasks by name, or a plugin an installed package registered
+(entry-point group ``lwnas.tasks``) or the command line allowed, checked against the Task protocol without
+calling it; and constructing it with its options. A study, configuration or checkpoint is data: what it
+names is looked up, and nothing it names is imported unless a package registered it."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import inspect
 import os
 import re
 import sys
+from collections.abc import Iterable
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -42,46 +46,107 @@ BUILTIN_TASKS: dict[str, type[Task]] = {
 DATA_TASKS = tuple(name for name, t in BUILTIN_TASKS.items() if "path" in t.path_options)
 
 
-def _import_from_working_directory() -> None:
-    """Let a plugin next to the user's study import, as ``python -m`` would find it: the ``lwnas``
-    console script's own directory, not the working directory, is first on ``sys.path``."""
-    cwd = os.getcwd()
-    if "" not in sys.path and cwd not in sys.path:
-        sys.path.append(cwd)
-
-
+# The entry-point group a package registers its tasks in (pyproject.toml: [project.entry-points."lwnas.tasks"]).
+ENTRY_POINT_GROUP = "lwnas.tasks"
+REGISTER_HINT = (
+    f"register a plugin as an entry point of group `{ENTRY_POINT_GROUP}` in its package "
+    f"(docs/tasks.md#registering-a-plugin)"
+)
 # ``package.module:Class``: dotted identifiers, a colon, one identifier (nothing else is imported).
 _PLUGIN_REF = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*", re.ASCII)
 # ``family`` may be "" (the Task default) when the data decides it: the study must then give `family`.
 _PROTOCOL_STRINGS = ("name", "family", "metric")
 _PROTOCOL_METHODS = ("input_sizes", "load", "loss", "evaluate")
 _MISSING = object()
+# ``module:Class`` references this process may import although no package registered them: only the command
+# line adds to it (``--allow-plugin``), never a study, configuration or checkpoint.
+_allowed: set[str] = set()
+
+
+def registered_tasks() -> dict[str, str]:
+    """The tasks installed packages register, ``{name: "package.module:Class"}`` (nothing is imported).
+
+    A name a built-in task has stays the built-in's; of two packages registering one name, the first found wins.
+    """
+    found: dict[str, str] = {}
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        if entry.name not in BUILTIN_TASKS:
+            found.setdefault(entry.name, entry.value.strip())
+    return found
+
+
+def allow_plugins(references: Iterable[str]) -> None:
+    """Let this process import each ``package.module:Class`` of ``references`` as a task, registered or not.
+
+    Called with what the user typed on the command line (``--allow-plugin``); raises ValueError for a
+    reference that is not of that form, is a ``__main__`` module or part of the standard library.
+    """
+    for reference in references:
+        _check_reference(reference)
+        _allowed.add(reference)
+
+
+def allowed_plugins() -> tuple[str, ...]:
+    """What ``allow_plugins`` allowed in this process (a sweep hands it to its Ray workers)."""
+    return tuple(sorted(_allowed))
+
+
+def _check_reference(reference: str) -> None:
+    """Refuse a ``module:Class`` that is never imported, whoever names it."""
+    if not _PLUGIN_REF.fullmatch(reference):
+        raise ValueError(f"task plugin {reference!r} is not of the form package.module:Class (dotted Python names)")
+    module_name = reference.partition(":")[0]
+    if "__main__" in module_name.split("."):
+        raise ValueError(
+            f"task plugin {reference!r}: a `__main__` module is a program, not a task, and is never imported; "
+            f"{REGISTER_HINT}"
+        )
+    if module_name.split(".")[0] in sys.stdlib_module_names:
+        raise ValueError(
+            f"task plugin {reference!r}: `{module_name}` is part of Python's standard library, which holds "
+            f"no task; a plugin is a class implementing the Task protocol (docs/tasks.md)"
+        )
 
 
 def task_class(name: str) -> type:
-    """The class of a built-in task by name, or of a plugin given as ``package.module:Class``.
+    """The class a task name means: a built-in task, a plugin registered in the ``lwnas.tasks`` entry-point
+    group (by its entry point's name, or the ``package.module:Class`` it registers), or a
+    ``package.module:Class`` the command line allowed (``allow_plugins``).
 
-    A plugin's module is imported (that runs its code, as ``import`` does), but nothing it names is
-    called: the attribute is read statically and must be a class implementing the Task protocol.
+    Nothing a file names is imported unless an installed package registered it or the user allowed it on the
+    command line: no working directory on ``sys.path``, never a ``__main__`` module or the standard library.
+    A plugin's module is imported (that runs its code, as ``import`` does), but nothing it names is called:
+    the attribute is read statically and must be a class implementing the Task protocol.
     """
+    if not isinstance(name, str):
+        raise ValueError(f"a task is named by a string, got {_shown(name)}")
     if name in BUILTIN_TASKS:
         return BUILTIN_TASKS[name]
+    registered = registered_tasks()
+    if name in registered:
+        return _load(name, registered[name])
     if ":" not in name:
         from searchspace.errors import did_you_mean
 
+        plugins = f"; registered plugins are {', '.join(registered)}" if registered else ""
         raise ValueError(
-            f"unknown task {name!r}{did_you_mean(name, BUILTIN_TASKS)}; built-in tasks are "
-            f"{', '.join(BUILTIN_TASKS)}, or give a plugin as package.module:Class"
+            f"unknown task {name!r}{did_you_mean(name, [*BUILTIN_TASKS, *registered])}; built-in tasks are "
+            f"{', '.join(BUILTIN_TASKS)}{plugins}; {REGISTER_HINT}"
         )
-    if not _PLUGIN_REF.fullmatch(name):
-        raise ValueError(f"task plugin {name!r} is not of the form package.module:Class (dotted Python names)")
-    module_name, _, attr = name.partition(":")
-    if module_name.split(".")[0] in sys.stdlib_module_names:
+    _check_reference(name)
+    if name not in registered.values() and name not in _allowed:
         raise ValueError(
-            f"task plugin {name!r}: `{module_name}` is part of Python's standard library, which holds "
-            f"no task; a plugin is a class implementing the Task protocol (docs/tasks.md)"
+            f"task plugin {name!r} is not registered: a study, configuration or checkpoint names a built-in task "
+            f"or a plugin an installed package registers, and never imports other code; {REGISTER_HINT}, or "
+            f"import this class anyway with --allow-plugin {name} on the command line"
         )
-    _import_from_working_directory()
+    return _load(name, name)
+
+
+def _load(name: str, reference: str) -> type:
+    """The class ``reference`` (``package.module:Class``) names, imported and checked statically."""
+    _check_reference(reference)
+    module_name, _, attr = reference.partition(":")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -155,7 +220,8 @@ def absolute_path_options(name: str, options: dict[str, Any], base: Path) -> tup
 
 
 def resolve_task(name: str, **options: Any) -> Task:
-    """A built-in task by name, or ``package.module:Class`` for a plugin, constructed with ``options``.
+    """The task ``name`` means (``task_class``: a built-in, a registered or allowed plugin), constructed with
+    ``options``.
 
     Constructing a plugin runs its code; validation uses ``task_class`` alone. Options the class does
     not take are refused first, as a ConfigError naming them (not a TypeError from the constructor).

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from .data_files import regular_file
+
 PAD, UNK = "<pad>", "<unk>"
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
@@ -43,10 +45,13 @@ def read_json(path: Path, what: str) -> Any:
 
     Read as bytes: JSON is UTF-8 (json detects UTF-16/32 too), whatever the locale's encoding is.
     """
+    regular_file(path, what)
     try:
         return json.loads(path.read_bytes())
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{what}: {path} is not valid JSON: {exc}") from None
+    except RecursionError:  # json's parser recurses once per level of nesting
+        raise ValueError(f"{what}: {path} nests its arrays or objects too deeply to be data") from None
 
 
 def field(entry: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:

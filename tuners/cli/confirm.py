@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from tuners.cli.plugins import AllowPlugin, allow
 from tuners.cli.sweep import Storage, _fail, _load_ot_study
 from tuners.store.keys import DEFAULT_STORAGE
 
@@ -31,9 +32,11 @@ def confirm(
         bool, typer.Option("--json", help="Print the recorded confirmation as one JSON object.")
     ] = False,
     storage: Storage = DEFAULT_STORAGE,
+    allow_plugin: AllowPlugin = None,
 ) -> None:
     """Train the front (and --dominated K other trials) for --epochs with `lwnas train`'s code, record the
     results on the study, and print Kendall's tau between sweep and confirmed values with its 95 % interval."""
+    allow(allow_plugin)
     from tuners.export.confirm import ConfirmError, agreement, confirm_trials, record_confirmation, sweep_epochs
 
     err = Console(stderr=True, soft_wrap=True)

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 from tuners.cli.confirm import confirm
 from tuners.cli.cost import CostFormat, cost_rows, render_cost
 from tuners.cli.dashboard import dashboard
+from tuners.cli.plugins import AllowPlugin, allow
 from tuners.cli.space import space_app
 from tuners.cli.sweep import export, resume, status, sweep
 
@@ -119,6 +120,7 @@ def cost(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write the report here instead of stdout.")
     ] = None,
+    allow_plugin: AllowPlugin = None,
 ) -> None:
     """Static cost of configurations, before any training.
 
@@ -127,6 +129,7 @@ def cost(
     forward time (median and CV) and the device that measured it. Files with a `reference`
     section (the paper-table rows under studies/papers) are compared with the published figures.
     """
+    allow(allow_plugin)
     from searchspace import ConfigError
     from searchspace.latency_settings import LatencySettings
 
@@ -172,7 +175,7 @@ def train(
             "-t",
             help="Built-in task (digits, shapes-vqa, scene-captions, scene-retrieval, features, "
             "image-folder, cifar, vqa, captions, caption-retrieval) or a "
-            "plugin as package.module:Class; default: the file's `task`.",
+            "registered plugin's name (docs/tasks.md); default: the file's `task`.",
         ),
     ] = None,
     epochs: Annotated[int | None, typer.Option(help="Override the number of epochs.")] = None,
@@ -191,9 +194,11 @@ def train(
     seed: Annotated[int | None, typer.Option(help="Override the seed.")] = None,
     threads: Annotated[int | None, typer.Option(help="CPU threads for torch.")] = None,
     device: Annotated[str | None, typer.Option(help="auto, cpu or cuda.")] = None,
+    allow_plugin: AllowPlugin = None,
 ) -> None:
     """Train a configuration in full (an exported or hand-written one) and write checkpoint.pt, metrics.json and
     the exact config.yaml used to --out."""
+    allow(allow_plugin)
     from searchspace import ConfigError
     from trainers.loop import TrainingError
     from tuners.export.train_file import train_config_file
@@ -233,8 +238,10 @@ def evaluate(
             "machine)."
         ),
     ] = None,
+    allow_plugin: AllowPlugin = None,
 ) -> None:
     """Re-compute a trained checkpoint's metrics on a split (prints JSON)."""
+    allow(allow_plugin)
     from trainers.checkpoint import evaluate_checkpoint
 
     sys.stdout.write(json.dumps(evaluate_checkpoint(checkpoint, split, device, data), indent=2) + "\n")

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from searchspace.domains import show_value
 from tuners.cli.file_progress import FileProgress
+from tuners.cli.plugins import AllowPlugin, allow
 
 space_app = typer.Typer(
     help="Validate, show, sample and export the search space of a study file.", no_args_is_help=True
@@ -81,6 +82,7 @@ def _load(path: Path, samples: int, seed: int, progress: bool = True) -> tuple[A
 def validate(
     paths: Annotated[list[Path], typer.Argument(help="Study files or directories of them (e.g. studies/).")],
     samples: Annotated[int, typer.Option(help=SAMPLES_HELP)] = 8,
+    allow_plugin: AllowPlugin = None,
 ) -> None:
     """Check study files and report every problem at once, each with its file, line and rule.
 
@@ -88,6 +90,7 @@ def validate(
     unknown knobs), the architecture's rules over the whole discrete part (divisibility, sharing-pattern
     length, kv sharing), the task (family, metric names), and that some point meets the constraints.
     """
+    allow(allow_plugin)
     files = _study_files(paths)
     if not files:
         err.print("[red]error[/red] no study files found (a study file has a `space` section)")
@@ -125,8 +128,10 @@ def show(
     samples: Annotated[int, typer.Option(help=SAMPLES_HELP)] = 16,
     seed: Annotated[int, typer.Option(help="Seed of the costed sample.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
+    allow_plugin: AllowPlugin = None,
 ) -> None:
     """The knobs with their domains and conditions, the size of the discrete part, and the cost range."""
+    allow(allow_plugin)
     from searchspace.space_check import discrete_size
 
     study, sample, problems = _load(path, samples, seed)
@@ -230,12 +235,14 @@ def sample(
         bool,
         typer.Option("--constraints/--no-constraints", help="Reject points that break the study's static constraints."),
     ] = True,
+    allow_plugin: AllowPlugin = None,
 ) -> None:
     """N valid configurations drawn from the space, as YAML (knobs, `training`, `provenance`).
 
     Points that break the study's constraints are rejected before they are printed; how many and why
     goes to stderr.
     """
+    allow(allow_plugin)
     import numpy as np
 
     from searchspace.files import dump_config
@@ -283,8 +290,10 @@ def sample(
 def export_nni(
     path: Annotated[Path, typer.Argument(help="A study file.")],
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+    allow_plugin: AllowPlugin = None,
 ) -> None:
     """NNI's search_space.json for the study (conditionals as nested choices with `_name`)."""
+    allow(allow_plugin)
     from searchspace.convert import to_nni
 
     study, _, problems = _load(path, 0, 0)

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from tuners.cli.plugins import AllowPlugin, allow
 from tuners.store.keys import DEFAULT_STORAGE
 
 err = Console(stderr=True, soft_wrap=True)
@@ -78,12 +79,14 @@ def sweep(
             "replaces the study's task_options.path."
         ),
     ] = None,
+    allow_plugin: AllowPlugin = None,
 ) -> None:
     """Find the accuracy-vs-cost Pareto front of a study: Ray Tune runs the trials, Optuna proposes them.
 
     Every trial lands in the storage as a normal Optuna study. Points that break the study's constraints are
     recorded as infeasible and never trained. Ctrl-C stops cleanly; `lwnas resume NAME` continues.
     """
+    allow(allow_plugin)
     from searchspace.study import StudyError, name_problem
     from tuners.driver.sweep import SweepOptions, run_sweep
     from tuners.planning.check import constraint_problems, cost_sample, open_study, prepare, task_problems, with_data
@@ -122,9 +125,11 @@ def resume(
             "a finished sweep goes on from its stored trials."
         ),
     ] = None,
+    allow_plugin: AllowPlugin = None,
 ) -> None:
     """Continue a sweep whose driver stopped (Ctrl-C, kill, restart): finished trials are kept, trials that
     were running are re-queued, and the rest of the budget runs. With --trials N, grow a finished sweep."""
+    allow(allow_plugin)
     from searchspace.study import StudyError, study_from_dict
     from tuners.driver.sweep import SweepOptions, run_sweep
     from tuners.planning.check import task_family
@@ -254,12 +259,14 @@ def export(
         ),
     ] = False,
     storage: Storage = DEFAULT_STORAGE,
+    allow_plugin: AllowPlugin = None,
 ) -> None:
     """Write one file per trial: a YAML (configuration, task, training settings with the trial's seed, provenance)
     that `lwnas train` reproduces as it is, or with --format torch/onnx a model file that runs without lwnas.
 
     A study's trials keep no weights, so their model files hold initialised weights (drawn with the trial's seed);
     export a `lwnas train` checkpoint with --checkpoint for trained weights."""
+    allow(allow_plugin)
     from tuners.export.configs import ExportError, export_trials
     from tuners.export.deploy import FORMATS
 

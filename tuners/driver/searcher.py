@@ -37,7 +37,8 @@ from searchspace.convert import optuna_suggest
 from searchspace.errors import LwnasError, shorten
 from searchspace.study import Study
 from trainers.loop import TrainSettings
-from tuners.driver.trainable import NUMBER, RECORD
+from trainers.tasks.registry import allowed_plugins
+from tuners.driver.trainable import ALLOWED_PLUGINS, NUMBER, RECORD
 from tuners.fronts.objectives import worst_values
 from tuners.planning.costs import StaticCosts, Verdict
 from tuners.store import keys
@@ -127,8 +128,10 @@ class StudySearcher(Searcher):
             if verdict.feasible:
                 self.numbers[trial_id] = ot_trial.number
                 self._costs[trial_id] = record.costs
-                # the record is all the worker gets: it trains exactly what storage holds
-                return {**params, NUMBER: ot_trial.number, RECORD: keys.plain(record.for_worker())}
+                # the record is all the worker gets: it trains exactly what storage holds; the plugins the
+                # driver's command line allowed (--allow-plugin) come from this process, never from storage
+                allowed = {ALLOWED_PLUGINS: list(allowed_plugins())} if allowed_plugins() else {}
+                return {**params, NUMBER: ot_trial.number, RECORD: keys.plain(record.for_worker()), **allowed}
             self._tell_infeasible(ot_trial, verdict)
             self._rejected(trial_id)
         reasons = ", ".join(f"{k}: {v}" for k, v in self.static.summary()["reasons"].items())

@@ -134,6 +134,8 @@ def run_sweep(
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     if options.address:  # a cluster: every node must see the task's data before anything is stored
         check_paths_on_nodes(study, options.address, out)
+    else:  # Ray on this machine: a trial needing more CPUs than it has is refused before anything is stored
+        _check_a_trial_fits_this_machine(study)
     storage = open_storage(options.storage, create=not resume, flush_each_commit=False)  # see engine_kwargs
     # the lease comes before anything touches the trials: re-queueing RUNNING trials would steal a live driver's
     if resume:
@@ -251,6 +253,7 @@ def _drive(
     scheduler = MOASHA.for_study(study) if study.tuner.scheduler == "mo-asha" else None
     concurrent = options.max_concurrent or study.tuner.max_concurrent
     _init_ray(options.address, study)
+    _check_a_trial_fits(study)
     # the trial's record travels in its config: the workers never see the study file
     trainable = tune.with_resources(run_trial, {"cpu": study.tuner.cpus_per_trial, "gpu": study.tuner.gpus_per_trial})
     run_name = f"{path_component(ot_study.study_name)}-{int(time.time())}"
@@ -413,11 +416,41 @@ def _init_ray(address: str | None, study: Study) -> None:
         # the trial code and the study travel with the job (runtime_env py_modules)
         ray.init(address=address, runtime_env={"py_modules": _own_packages()}, log_to_driver=False)
     else:
-        # workers import a task plugin that sits in the working directory, as the driver does
-        # (Tune runs each trial in a directory of its own, so the workers' cwd would not find it)
-        paths = [os.getcwd(), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-        os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+        # workers find what the driver finds on PYTHONPATH (an --allow-plugin module): Tune runs each trial in a
+        # directory of its own, so a relative entry is made absolute. The working directory itself is never
+        # added: a task is registered (entry points) or allowed on the command line, not found next to a file.
+        paths = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        if paths:
+            os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
         ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+
+
+def _check_a_trial_fits(study: Study) -> None:
+    """Refuse a trial that no Ray node can hold (Tune would wait for one forever, saying nothing)."""
+    import ray
+
+    alive = [node.get("Resources", {}) for node in ray.nodes() if node.get("Alive")]
+    for resource, asked, key in (
+        ("CPU", study.tuner.cpus_per_trial, "cpus_per_trial"),
+        ("GPU", study.tuner.gpus_per_trial, "gpus_per_trial"),
+    ):
+        most = max((float(r.get(resource, 0)) for r in alive), default=0.0)
+        if asked > most:
+            raise _too_large(key, asked, "the largest Ray node", most, resource)
+
+
+def _check_a_trial_fits_this_machine(study: Study) -> None:
+    """Refuse, before Ray starts, a trial asking more CPUs than this machine has (Ray counts no more)."""
+    cpus = os.cpu_count() or 1
+    if study.tuner.cpus_per_trial > cpus:
+        raise _too_large("cpus_per_trial", study.tuner.cpus_per_trial, "this machine", cpus, "CPU")
+
+
+def _too_large(key: str, asked: float, where: str, most: float, resource: str) -> SweepError:
+    return SweepError(
+        f"tuner.{key} is {asked:g}, but {where} has {most:g} {resource}s: no trial could start (a trial runs on "
+        f"one node); lower tuner.{key} to at most {most:g}"
+    )
 
 
 def _own_packages() -> list[str]:

@@ -27,6 +27,9 @@ from tuners.store.record import TrialRecord
 # Keys the searcher puts in a Ray trial's config next to the params.
 NUMBER = "_lwnas_number"
 RECORD = "_lwnas_record"  # TrialRecord.for_worker(): all the worker gets to know
+# the ``module:Class`` task plugins the driver's command line allowed (--allow-plugin): a worker imports one
+# only when its driver's user allowed it, as the driver itself does (trainers/tasks/registry.py)
+ALLOWED_PLUGINS = "_lwnas_allowed_plugins"
 BUILT = "built"  # in the first epoch's report: what the worker built (Ray keeps it in result.json)
 
 _cache: dict[tuple, Any] = {}  # per worker process: tasks and their data survive actor reuse
@@ -98,6 +101,9 @@ def run_trial(config: dict[str, Any]) -> None:
     import ray
     from ray import tune
 
+    from trainers.tasks.registry import allow_plugins
+
+    allow_plugins(config.get(ALLOWED_PLUGINS, ()))
     host = socket.gethostname()
     node = ray.get_runtime_context().get_node_id()  # tells apart two nodes on one host
     where = {"host": host, "node": node}

@@ -23,13 +23,18 @@ def train_config_file(
     """
     from searchspace.files import load_config_file
     from trainers.checkpoint import save_run
-    from trainers.loop import TrainSettings
+    from trainers.cost import TRAINING_BYTES, CostError, check_fits
+    from trainers.loop import TrainSettings, resolve_device
     from trainers.loop import train as run_training
     from tuners.export.config_task import file_task, file_task_built
 
     f = load_config_file(config)
     settings = TrainSettings.from_dict({**(f.metadata.get("training") or {}), **(overrides or {})})
     task_name, task_options = file_task(f, task, data)
+    try:  # before the task loads its data: a model beyond this machine is one line, not an allocation failure
+        check_fits(f.config, resolve_device(settings.device), TRAINING_BYTES, "training")
+    except CostError as exc:
+        raise CostError(f"{config}: {exc}") from None
     result = run_training(f.config, file_task_built(f, task_name, task_options), settings)
     if out is not None:
         save_run(result, out, task_options, f.metadata.get("provenance"), task=task_name)
