@@ -8,7 +8,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("searchspace", "trainers", "tuners", "dashboards")
 DOC = ROOT / "docs" / "architecture.md"
 # a path into one of the packages: `tuners/store/keys.py`, `searchspace/layers/`, `tuners/cli/main.py:run`
-PATH = re.compile(r"\b((?:%s)(?:/[A-Za-z_][A-Za-z0-9_]*)*(?:\.py|/))" % "|".join(PACKAGES))
+PATH = re.compile(rf"\b((?:{'|'.join(PACKAGES)})(?:/[A-Za-z_][A-Za-z0-9_]*)*(?:\.py|/))")
 
 
 def _modules() -> list[str]:
