@@ -1,7 +1,12 @@
 """Shared fixtures."""
 
+import time
+import uuid
+
+import optuna
 import pytest
 import torch
+from helpers.procs import PG_URL, postgres_or_skip
 
 
 @pytest.fixture(scope="module")
@@ -12,3 +17,34 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture
+def away_from_utc(monkeypatch):
+    """Optuna stores naive UTC and shows naive local time: a local zone off UTC makes a wrong conversion show."""
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def storage_url(request, tmp_path):
+    """Every storage backend lwnas supports: a fresh SQLite file, and the PostgreSQL test server (skipped with
+    the reason when no server answers at LWNAS_TEST_POSTGRES)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'lwnas.db'}"
+    postgres_or_skip()
+    return PG_URL
+
+
+@pytest.fixture
+def study_name(storage_url):
+    """A study name of its own (PostgreSQL is shared between tests and runs), deleted afterwards."""
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    yield name
+    try:
+        optuna.delete_study(study_name=name, storage=storage_url)
+    except KeyError:
+        pass

@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import byod_data
 import numpy as np
 import optuna
 import pytest
 import yaml
-from sweep_procs import COUNTED, lwnas, outcome, proc_env, read_trials, run_proc
+from helpers import byod_data
+from helpers.procs import COUNTED, lwnas, outcome, proc_env, read_trials, run_proc
 
 from searchspace.files import load_config_file
 from trainers import cost

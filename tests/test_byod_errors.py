@@ -8,11 +8,11 @@ import pickle
 import re
 from pathlib import Path
 
-import byod_data
 import numpy as np
 import pytest
 import yaml
-from sweep_procs import lwnas, one_error
+from helpers import byod_data
+from helpers.procs import lwnas, one_error
 
 from searchspace import ConfigError
 from trainers.tasks import resolve_task

@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from sweep_procs import (
+from helpers.procs import (
     PG_URL,
     SWEEP_TIMEOUT,
     kill_session,

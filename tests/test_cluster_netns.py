@@ -37,7 +37,7 @@ import optuna
 import pytest
 import yaml
 from helpers.netns_cluster import ClusterError, NetnsCluster, unavailable
-from sweep_procs import outcome, read_trials
+from helpers.procs import outcome, read_trials
 
 from tuners.driver.lease import STALE_S
 from tuners.store import keys

@@ -7,8 +7,8 @@ import json
 import math
 
 import pytest
+from helpers.procs import TINY_STUDY, lwnas, one_error, proc_env, run_proc
 from scipy.stats import kendalltau
-from sweep_procs import TINY_STUDY, lwnas, one_error, proc_env, run_proc
 
 from tuners.export.confirm import kendall
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 
-import byod_data
 import numpy as np
 import onnxruntime
 import yaml
-from sweep_procs import lwnas, proc_env, run_proc
+from helpers import byod_data
+from helpers.procs import lwnas, proc_env, run_proc
 
 
 def test_export_of_a_byod_vqa_trial_takes_the_region_mask(tmp_path):

@@ -18,7 +18,7 @@ from pathlib import Path
 import optuna
 import pytest
 import sqlalchemy as sa
-from sweep_procs import (
+from helpers.procs import (
     COUNTED,
     PG_URL,
     SWEEP_TIMEOUT,

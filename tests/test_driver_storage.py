@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import optuna
 import pytest
+from helpers.procs import PG_URL, postgres_or_skip
 from sqlalchemy import text
-from sweep_procs import PG_URL, postgres_or_skip
 
 from tuners.store.connection import open_storage
 

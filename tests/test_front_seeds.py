@@ -10,7 +10,7 @@ import warnings
 
 import optuna
 import yaml
-from sweep_procs import COUNTED, TINY_STUDY, lwnas, outcome, proc_env, read_trials, run_proc
+from helpers.procs import COUNTED, TINY_STUDY, lwnas, outcome, proc_env, read_trials, run_proc
 
 from searchspace.study import Objective
 from tuners.fronts.seeds import pareto_front_groups, repeats_needed, seed_groups

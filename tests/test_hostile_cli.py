@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from sweep_procs import (
+from helpers.procs import (
     PG_URL,
     SWEEP_TIMEOUT,
     TINY_STUDY,

@@ -15,8 +15,8 @@ import numpy as np
 import optuna
 import pytest
 import torch
-from sweep_procs import lwnas, proc_env, read_trials, run_proc
-from test_deploy_export import ATOL, RTOL, _expected, _inputs, run_standalone
+from helpers.deploy import ATOL, RTOL, expected_output, inputs_for, run_standalone
+from helpers.procs import lwnas, proc_env, read_trials, run_proc
 
 from dashboards.data import TrialCache
 from searchspace import ArchConfig, build_model
@@ -163,9 +163,9 @@ def test_latency_objective_sweeps_end_to_end_and_its_front_exports(tmp_path):
         t = trials[f["trial"]]
         torch.manual_seed(trial_seed(0, t.number))  # the export's initialised weights use the trial's seed
         model = build_model(ArchConfig.from_dict(record_of(t).config)).eval()
-        inputs = _inputs(model)
+        inputs = inputs_for(model)
         np.savez(folder / f"{stem}.inputs.npz", **inputs)
-        expected[stem] = _expected(model, inputs)
+        expected[stem] = expected_output(model, inputs)
     run_standalone(folder, tmp_path)
     for stem in expected:
         got = np.load(folder / f"{stem}.outputs.npz")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import optuna
 import yaml
-from sweep_procs import (
+from helpers.procs import (
     SWEEP_TIMEOUT,
     kill_session,
     proc_env,

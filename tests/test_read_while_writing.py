@@ -18,7 +18,7 @@ import uuid
 
 import optuna
 import pytest
-from sweep_procs import PG_URL, lwnas, postgres_or_skip, proc_env
+from helpers.procs import PG_URL, lwnas, postgres_or_skip, proc_env
 
 from dashboards.data import TrialCache
 from dashboards.sample import seed_study

@@ -14,8 +14,8 @@ import shutil
 from pathlib import Path
 
 import typer
-from documented import ROOT, Invocation, invocations, problems
-from sweep_procs import kill_session, proc_env, run_proc, start_dashboard
+from helpers.documented import ROOT, Invocation, invocations, problems
+from helpers.procs import kill_session, proc_env, run_proc, start_dashboard
 
 from tuners.cli.main import app
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import yaml
-from sweep_procs import ROOT, outcome, proc_env, read_trials, run_proc
+from helpers.procs import ROOT, outcome, proc_env, read_trials, run_proc
 
 
 def docs_features_study() -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 import optuna
 import pytest
 import yaml
-from sweep_procs import COUNTED, PG_URL, ROOT, outcome, postgres_or_skip, proc_env, read_trials, run_proc
+from helpers.procs import COUNTED, PG_URL, ROOT, outcome, postgres_or_skip, proc_env, read_trials, run_proc
 
 from searchspace.files import load_config_file
 from searchspace.study import load_study

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from sweep_procs import (
+from helpers.procs import (
     COUNTED,
     PG_URL,
     SWEEP_TIMEOUT,

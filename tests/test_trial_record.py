@@ -19,7 +19,7 @@ from pathlib import Path
 import optuna
 import pytest
 import yaml
-from sweep_procs import TINY_STUDY, lwnas, outcome, proc_env, read_trials, run_proc
+from helpers.procs import TINY_STUDY, lwnas, outcome, proc_env, read_trials, run_proc
 
 from tuners.store import keys
 from tuners.store.record import TrialRecord, record_of
