@@ -7,6 +7,7 @@ import optuna
 import pytest
 import torch
 from helpers.procs import PG_URL, postgres_or_skip
+from helpers.studies import Swept, sweep_shared_study
 
 
 @pytest.fixture(scope="module")
@@ -48,3 +49,22 @@ def study_name(storage_url):
         optuna.delete_study(study_name=name, storage=storage_url)
     except KeyError:
         pass
+
+
+@pytest.fixture(scope="session")
+def swept_study(tmp_path_factory) -> Swept:
+    """The session's one real `lwnas sweep` for the tests that only read a swept study (tests/helpers/studies.py
+    says what it holds). Read it, export from it, confirm it; never add trials to it."""
+    return sweep_shared_study(tmp_path_factory.mktemp("swept-study"))
+
+
+def pytest_collection_modifyitems(items):
+    """Markers that follow from what a test uses, so a test cannot forget them: `postgres` for a test
+    parametrized with a `postgresql` backend or given a PostgreSQL database fixture, `slow` for one that reads
+    the session's swept study (its first user pays for the sweep)."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "postgresql" in params.values() or "pg_database" in item.fixturenames:
+            item.add_marker(pytest.mark.postgres)
+        if "swept_study" in item.fixturenames:
+            item.add_marker(pytest.mark.slow)

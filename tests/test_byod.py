@@ -172,6 +172,7 @@ SWEPT = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", list(SWEPT))
 def test_lwnas_sweep_runs_over_each_layout(tmp_path, task):
     family, writer, knobs = CASES[task]
@@ -208,7 +209,7 @@ def test_the_studies_docs_tasks_md_shows_are_the_shipped_ones():
     has one."""
     import re
 
-    from sweep_procs import ROOT
+    from helpers.procs import ROOT
 
     blocks = re.findall(r"```yaml\n# (studies/data/[\w-]+\.yaml)\n(.*?)```", (ROOT / "docs/tasks.md").read_text(), re.S)
     assert {path for path, _ in blocks} == {

@@ -42,7 +42,7 @@ from helpers.procs import outcome, read_trials
 from tuners.driver.lease import STALE_S
 from tuners.store import keys
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 PLUGIN = Path(__file__).parent / "plugins" / "sleep_task.py"
 NAME, BUDGET = "cluster-faults", 6

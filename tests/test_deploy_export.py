@@ -20,6 +20,7 @@ from tuners.export.deploy import DeployExportError, write_model
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
+@pytest.mark.slow
 def test_configs_running_every_layer_path_export_and_run_without_lwnas(tmp_path):
     folder = tmp_path / "artifacts"
     folder.mkdir()

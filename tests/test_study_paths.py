@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import yaml
 from helpers.procs import ROOT, outcome, proc_env, read_trials, run_proc
 
@@ -29,6 +30,7 @@ def write_data(path: Path, n: int = 240) -> None:
     np.savez(path, regions=regions, labels=labels)
 
 
+@pytest.mark.slow
 def test_a_relative_features_study_validates_and_sweeps_from_elsewhere(tmp_path):
     folder, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
     folder.mkdir(), elsewhere.mkdir()

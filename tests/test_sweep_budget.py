@@ -7,7 +7,10 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from helpers.procs import COUNTED, ROOT, TINY_STUDY, lwnas, one_error, outcome, proc_env, read_trials, run_proc
+
+pytestmark = pytest.mark.slow
 
 # every trial of this study is the same point, and its task's metric is constant: nothing can move the front
 STALLED_STUDY = """\
