@@ -6,11 +6,14 @@ import inspect
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+
+if TYPE_CHECKING:
+    from searchspace import ConfigError
 
 from tuners.cli.confirm import confirm
 from tuners.cli.cost import CostFormat, cost_rows, render_cost
@@ -32,7 +35,7 @@ for command in (sweep, resume, status, export, confirm, dashboard):
 err = Console(stderr=True, soft_wrap=True)
 
 
-def _exit_on_config_error(exc: Exception) -> None:
+def _exit_on_config_error(exc: ConfigError) -> NoReturn:
     """Print every problem of a ConfigError (knob: message) and exit with status 2."""
     for knob, message in exc.problems:
         err.print(f"[red]error[/red] {escape(knob)}: {escape(message)}", highlight=False)
@@ -230,7 +233,8 @@ def _unwrap_help(typer_app: typer.Typer) -> None:
         if doc:
             info.help = _unwrap(doc)
     for group in typer_app.registered_groups:
-        _unwrap_help(group.typer_instance)
+        if group.typer_instance is not None:
+            _unwrap_help(group.typer_instance)
 
 
 _unwrap_help(app)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -24,7 +24,7 @@ VALIDATE_SAMPLES = 8  # points costed to check the constraints, as `lwnas space 
 Storage = Annotated[str, typer.Option("--storage", envvar="LWNAS_STORAGE", help=STORAGE_HELP)]
 
 
-def _fail(message: str, code: int = 1) -> None:
+def _fail(message: str, code: int = 1) -> NoReturn:
     err.print(f"[red]error[/red] {escape(message)}", highlight=False)
     raise typer.Exit(code)
 
@@ -253,6 +253,7 @@ def export(
     if checkpoint is not None:
         _export_checkpoint(checkpoint, fmt, output)
         return
+    assert name is not None  # exactly one of the two, checked above
     ot_study = _load_ot_study(name, storage)
     try:
         paths = export_trials(ot_study, trials, output, infeasible, fmt)

@@ -203,7 +203,7 @@ def print_front(
     for g in front:
         r = g.record
         shown = ", ".join(f"{k}={v}" for k, v in r.params.items() if not isinstance(v, float))
-        cells = [_fmt(v) + (f" ± {_fmt(s)}" if s else "") for v, s in zip(r.values, g.std)]
+        cells = [_fmt(v) + (f" ± {_fmt(s)}" if s else "") for v, s in zip(r.scores, g.std)]
         table.add_row(str(r.number), *cells, str(g.seeds), escape(shown))
     out.print(table)
 

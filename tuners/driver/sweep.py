@@ -16,7 +16,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import optuna
 from rich.console import Console
@@ -32,6 +32,11 @@ from tuners.store import keys
 from tuners.store.connection import StorageError, open_storage
 from tuners.store.outcomes import TERMINAL_OUTCOMES, Outcome
 from tuners.store.urls import first_line, masked, scrub, sqlite_path, storage_arg
+
+if TYPE_CHECKING:
+    from ray.tune.search import Searcher
+
+    from tuners.store.budget import Ended
 
 SAMPLERS_NEEDING_NNI = ("nni-tpe", "nni-evolution")
 
@@ -227,6 +232,7 @@ def _drive(
         )
         return ot_study
     static = (prepared or prepare(study)).costs
+    searcher: Searcher
     if study.tuner.sampler in SAMPLERS_NEEDING_NNI:
         from tuners.driver.nni_searcher import NNISearcher
 
@@ -311,7 +317,7 @@ def _drive(
 def check_paths_on_nodes(study: Study, address: str, out: Console) -> None:
     """Refuse a sweep on the cluster at ``address`` whose task reads a path that an alive node cannot see
     (``tuners/driver/nodes.py``); connects to the cluster when the task reads any path."""
-    from trainers.tasks.base import task_class
+    from trainers.tasks.registry import task_class
     from tuners.driver.nodes import PROBE_TIMEOUT_S, paths_unseen_on_nodes
 
     options = {
@@ -348,7 +354,7 @@ def trial_dirname(trial: Any) -> str:
     return f"trial-{trial.config.get(NUMBER, 'x')}-{trial.trial_id}"
 
 
-def _why_ended(done: int, budget: int, stalled: str | None, study: Study, seconds: float):
+def _why_ended(done: int, budget: int, stalled: str | None, study: Study, seconds: float) -> tuple[Ended, str]:
     """(reason, detail) of a driver whose Tune run returned."""
     from tuners.store.budget import Ended
 
@@ -419,7 +425,7 @@ def _own_packages() -> list[str]:
     import trainers
     import tuners
 
-    return [str(Path(m.__file__).parent) for m in (searchspace, trainers, tuners)]
+    return [str(Path(m.__file__).parent) for m in (searchspace, trainers, tuners) if m.__file__]
 
 
 def _ray_results_dir() -> Path:

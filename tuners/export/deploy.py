@@ -148,7 +148,7 @@ def _explain(exc: BaseException, config: ArchConfig, fmt: str, failed_in: list) 
     )
 
 
-def _chain(exc: BaseException):
+def _chain(exc: BaseException | None):
     while exc is not None:
         yield exc
         exc = exc.__cause__ or exc.__context__
@@ -206,6 +206,7 @@ def write_onnx(model, config: ArchConfig, path: Path, provenance: dict[str, Any]
             )
     except Exception as exc:  # noqa: BLE001 - as in export_program
         raise _explain(exc, config, "onnx", tracked.failed_in) from None
+    assert program is not None  # torch.onnx.export returns None only without dynamo=True
     proto = program.model_proto
     entry = proto.metadata_props.add()
     entry.key, entry.value = METADATA, metadata(config, model, provenance)
