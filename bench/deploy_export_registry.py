@@ -8,6 +8,7 @@ and whether every check passed; exits 1 if any failed.
 
     python bench/deploy_export_registry.py
     python bench/deploy_export_registry.py --family ort   # one family
+    python bench/deploy_export_registry.py --quick        # one configuration per family
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     parser.add_argument("--family", action="append", help="only these families (repeatable); default: all")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (tiny models: 1 is fastest)")
+    parser.add_argument("--quick", action="store_true", help="one configuration per family (a smoke run)")
     args = parser.parse_args()
 
     import torch
@@ -37,11 +40,13 @@ def main() -> int:
 
     from searchspace import FAMILIES
 
-    torch.set_num_threads(1)  # tiny models: the thread pool only costs time on a busy machine
-    monitor = LoadMonitor(threads=1)
+    torch.set_num_threads(args.threads)
+    monitor = LoadMonitor(threads=args.threads)
     results, ok = {}, True
     for family in args.family or FAMILIES:
         configs = {n: c for n, c in REGISTRY.items() if c.family == family}
+        if args.quick:
+            configs = dict(list(configs.items())[:1])
         log(f"{family}: exporting {len(configs)} configurations")
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp) / "artifacts"
