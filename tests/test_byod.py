@@ -181,7 +181,7 @@ def test_lwnas_sweep_runs_over_each_layout(tmp_path, task):
         "name": f"byod-{task}",
         "task": task,
         "objectives": [SWEPT[task], "params"],
-        "budget": {"trials": 2, "epochs": 1},
+        "budget": {"trials": 1, "epochs": 1},  # one trial: what is checked is the layout reaching a worker
         "tuner": {"sampler": "random", "scheduler": "none", "max_concurrent": 1, "seed": 0},
         "training": {"batch_size": 8, "threads": 1},
         "space": {**knobs, "d_model": {"choice": [8, 16]}, "lr": {"float": [1e-3, 5e-3], "log": True}},
@@ -200,7 +200,7 @@ def test_lwnas_sweep_runs_over_each_layout(tmp_path, task):
     assert rc == 0, out[-4000:]
     trials = read_trials(url, f"byod-{task}")
     counted = [t for t in trials.values() if outcome(t) in COUNTED]
-    assert len(counted) == 2 and all(t.state == optuna.trial.TrialState.COMPLETE for t in counted), out[-4000:]
+    assert len(counted) == 1 and all(t.state == optuna.trial.TrialState.COMPLETE for t in counted), out[-4000:]
     assert all(np.isfinite(t.values[0]) for t in counted)
 
 
