@@ -2,11 +2,16 @@
 
 import shutil
 import tempfile
+import time
+import uuid
 from pathlib import Path
 
+import optuna
 import pytest
 import torch
 from helpers import plugins
+from helpers.procs import PG_URL, postgres_or_skip
+from helpers.studies import Swept, sweep_shared_study
 
 _registry: Path | None = None
 
@@ -32,3 +37,53 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture
+def away_from_utc(monkeypatch):
+    """Optuna stores naive UTC and shows naive local time: a local zone off UTC makes a wrong conversion show."""
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def storage_url(request, tmp_path):
+    """Every storage backend lwnas supports: a fresh SQLite file, and the PostgreSQL test server (skipped with
+    the reason when no server answers at LWNAS_TEST_POSTGRES)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'lwnas.db'}"
+    postgres_or_skip()
+    return PG_URL
+
+
+@pytest.fixture
+def study_name(storage_url):
+    """A study name of its own (PostgreSQL is shared between tests and runs), deleted afterwards."""
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    yield name
+    try:
+        optuna.delete_study(study_name=name, storage=storage_url)
+    except KeyError:
+        pass
+
+
+@pytest.fixture(scope="session")
+def swept_study(tmp_path_factory) -> Swept:
+    """The session's one real `lwnas sweep` for the tests that only read a swept study (tests/helpers/studies.py
+    says what it holds). Read it, export from it, confirm it; never add trials to it."""
+    return sweep_shared_study(tmp_path_factory.mktemp("swept-study"))
+
+
+def pytest_collection_modifyitems(items):
+    """Markers that follow from what a test uses, so a test cannot forget them: `postgres` for a test
+    parametrized with a `postgresql` backend or given a PostgreSQL database fixture, `slow` for one that reads
+    the session's swept study (its first user pays for the sweep)."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "postgresql" in params.values() or "pg_database" in item.fixturenames:
+            item.add_marker(pytest.mark.postgres)
+        if "swept_study" in item.fixturenames:
+            item.add_marker(pytest.mark.slow)

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import yaml
+from helpers.procs import lwnas
 
-LWNAS = str(Path(sys.executable).with_name("lwnas"))
 ORT = dict(
     family="ort",
     d_model=16,
@@ -24,17 +21,6 @@ ORT = dict(
     caption_tokens=3,
 )
 LW = dict(g_mha=True, groups=2, qk_expansion=2)  # LW-Transformer: G-MHA with Q/K expansion
-
-
-def lwnas(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [LWNAS, *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
-    )
 
 
 def test_cost_drops_exactly_the_qkv_biases(tmp_path):
@@ -52,7 +38,7 @@ def test_cost_drops_exactly_the_qkv_biases(tmp_path):
     }
     for name, knobs in files.items():
         (tmp_path / name).write_text(yaml.safe_dump(knobs))
-    result = lwnas("cost", *files, "--json", "--no-memory", cwd=tmp_path)
+    result = lwnas(tmp_path, "cost", *files, "--json", "--no-memory", NO_COLOR="1")
     assert result.returncode == 0, result.stderr
     params = {Path(r["config"]).name: r["params"] for r in json.loads(result.stdout)}
     d, attention_modules = 16, 2 * 1 + 2 * 2  # 2 unshared encoder layers x 1, 2 decoder layers x 2
@@ -86,7 +72,7 @@ def test_study_searches_qkv_bias_and_coupled_scale(tmp_path):
           coupled_scale: {choice: [quarter, half]}
         """)
     )
-    result = lwnas("space", "sample", str(study), "-n", "16", cwd=tmp_path)
+    result = lwnas(tmp_path, "space", "sample", str(study), "-n", "16", NO_COLOR="1")
     assert result.returncode == 0, result.stderr
     points = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
     assert len(points) == 16
@@ -99,13 +85,13 @@ def test_study_searches_qkv_bias_and_coupled_scale(tmp_path):
 def test_bad_values_name_the_knob_and_the_rule(tmp_path):
     (tmp_path / "bad.yaml").write_text("family: encoder\nattention: coupled\ncoupled_scale: third\nqkv_bias: 1\n")
     (tmp_path / "standard.yaml").write_text("family: encoder\ncoupled_scale: half\n")
-    result = lwnas("cost", "bad.yaml", "--no-memory", cwd=tmp_path)
+    result = lwnas(tmp_path, "cost", "bad.yaml", "--no-memory", NO_COLOR="1")
     output = result.stdout + result.stderr
     assert result.returncode == 2
     lines = output.splitlines()
     # one line per problem naming the file, the knob, the value and the rule (the format may add a line number)
     assert any("bad.yaml" in ln and "coupled_scale: must be one of quarter, half, got 'third'" in ln for ln in lines)
     assert any("bad.yaml" in ln and "qkv_bias: must be true or false, got 1" in ln for ln in lines)
-    result = lwnas("cost", "standard.yaml", "--no-memory", cwd=tmp_path)
+    result = lwnas(tmp_path, "cost", "standard.yaml", "--no-memory", NO_COLOR="1")
     assert result.returncode == 2
     assert "coupled_scale: is set to 'half' but only applies with `attention: coupled`" in result.stdout + result.stderr

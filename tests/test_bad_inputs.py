@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from sweep_procs import ROOT, lwnas
+from helpers.procs import ROOT, lwnas
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 GOOD = "family: encoder\nd_model: 32\nheads: 4\nlayers: 1\ntraining: {epochs: 1}\n"

@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import byod_data
 import numpy as np
 import optuna
 import pytest
 import yaml
-from sweep_procs import COUNTED, lwnas, outcome, proc_env, read_trials, run_proc
+from helpers import byod_data
+from helpers.procs import COUNTED, lwnas, outcome, proc_env, read_trials, run_proc
 
 from searchspace.files import load_config_file
 from trainers import cost
@@ -172,6 +172,7 @@ SWEPT = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", list(SWEPT))
 def test_lwnas_sweep_runs_over_each_layout(tmp_path, task):
     family, writer, knobs = CASES[task]
@@ -180,7 +181,7 @@ def test_lwnas_sweep_runs_over_each_layout(tmp_path, task):
         "name": f"byod-{task}",
         "task": task,
         "objectives": [SWEPT[task], "params"],
-        "budget": {"trials": 2, "epochs": 1},
+        "budget": {"trials": 1, "epochs": 1},  # one trial: what is checked is the layout reaching a worker
         "tuner": {"sampler": "random", "scheduler": "none", "max_concurrent": 1, "seed": 0},
         "training": {"batch_size": 8, "threads": 1},
         "space": {**knobs, "d_model": {"choice": [8, 16]}, "lr": {"float": [1e-3, 5e-3], "log": True}},
@@ -199,7 +200,7 @@ def test_lwnas_sweep_runs_over_each_layout(tmp_path, task):
     assert rc == 0, out[-4000:]
     trials = read_trials(url, f"byod-{task}")
     counted = [t for t in trials.values() if outcome(t) in COUNTED]
-    assert len(counted) == 2 and all(t.state == optuna.trial.TrialState.COMPLETE for t in counted), out[-4000:]
+    assert len(counted) == 1 and all(t.state == optuna.trial.TrialState.COMPLETE for t in counted), out[-4000:]
     assert all(np.isfinite(t.values[0]) for t in counted)
 
 
@@ -208,7 +209,7 @@ def test_the_studies_docs_tasks_md_shows_are_the_shipped_ones():
     has one."""
     import re
 
-    from sweep_procs import ROOT
+    from helpers.procs import ROOT
 
     blocks = re.findall(r"```yaml\n# (studies/data/[\w-]+\.yaml)\n(.*?)```", (ROOT / "docs/tasks.md").read_text(), re.S)
     assert {path for path, _ in blocks} == {

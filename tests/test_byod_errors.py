@@ -8,11 +8,11 @@ import pickle
 import re
 from pathlib import Path
 
-import byod_data
 import numpy as np
 import pytest
 import yaml
-from sweep_procs import lwnas, one_error
+from helpers import byod_data
+from helpers.procs import lwnas, one_error
 
 from searchspace import ConfigError
 from trainers.tasks import resolve_task
@@ -200,7 +200,7 @@ def test_a_feature_file_declaring_more_than_it_holds_is_refused_before_reading(t
 
 
 def test_a_shipped_data_study_validates_without_its_data_but_does_not_sweep_without_it(tmp_path):
-    from sweep_procs import ROOT
+    from helpers.procs import ROOT
 
     study = ROOT / "studies/data/vqa.yaml"
     done = lwnas(tmp_path, "space", "validate", study, "--samples", "1")

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import byod_data
 import pytest
+from helpers import byod_data
 
 from searchspace import ArchConfig
 from trainers.loop import TrainSettings, train

@@ -2,11 +2,10 @@
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers.procs import lwnas
 from typer.testing import CliRunner
 
 from tuners.cli.main import app
@@ -58,19 +57,13 @@ def test_check_fails_on_a_wrong_reference(tmp_path):
     assert "mismatch" in result.output
 
 
-def lwnas(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    """The installed `lwnas` script, as a user runs it."""
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "lwnas"), *args], cwd=cwd, capture_output=True, text=True, timeout=300
-    )
-
-
 @pytest.mark.parametrize("config, task", [("digits-baseline.yaml", "digits"), ("shapes-vqa-lw.yaml", "shapes-vqa")])
 def test_cost_at_a_task_equals_the_trained_model(tmp_path, config, task):
     path = ROOT / "studies/baselines" / config
-    costed = lwnas("cost", str(path), "--task", task, "--no-memory", "--json")
+    costed = lwnas(tmp_path, "cost", str(path), "--task", task, "--no-memory", "--json")
     assert costed.returncode == 0, costed.stderr
     trained = lwnas(
+        tmp_path,
         "train",
         str(path),
         "--task",
@@ -88,7 +81,7 @@ def test_cost_at_a_task_equals_the_trained_model(tmp_path, config, task):
     figures, summary = json.loads(costed.stdout), json.loads(trained.stdout)
     assert (figures["params"], figures["madds"]) == (summary["params"], summary["madds"])
     # without a task the family's default input sizes give another model (the issue's report)
-    default = json.loads(lwnas("cost", str(path), "--no-memory", "--json").stdout)
+    default = json.loads(lwnas(tmp_path, "cost", str(path), "--no-memory", "--json").stdout)
     assert default["params"] != summary["params"]
 
 
@@ -98,7 +91,7 @@ def test_cost_of_a_folder_shows_progress_and_the_memory_it_measured(tmp_path):
             f"family: encoder\nd_model: {width}\nheads: 2\n"
             "reference:\n  table: X\n  row: r\n  params: {total: 1.0M}\n"
         )
-    done = lwnas("cost", str(tmp_path), "--format", "markdown")
+    done = lwnas(tmp_path, "cost", str(tmp_path), "--format", "markdown")
     assert done.returncode == 0, done.stderr
     assert [line for line in done.stderr.splitlines() if line.startswith("costing")] == [
         f"costing [1/2] {tmp_path / 'a.yaml'}",
@@ -107,7 +100,7 @@ def test_cost_of_a_folder_shows_progress_and_the_memory_it_measured(tmp_path):
     header, _, *rows = done.stdout.splitlines()
     assert header.endswith("| peak memory fwd+bwd, batch 1 (cpu) |") and len(rows) == 2
     assert all(re.search(r"\| [0-9.]+[KMG]?B \|$", row) for row in rows), done.stdout
-    without = lwnas("cost", str(tmp_path), "--format", "markdown", "--no-memory")
+    without = lwnas(tmp_path, "cost", str(tmp_path), "--format", "markdown", "--no-memory")
     assert "peak memory" not in without.stdout and without.stdout.splitlines()[0].endswith("| verdict |")
 
 
@@ -115,7 +108,7 @@ def test_config_file_duplicate_key_names_file_and_line(tmp_path):
     """Configuration files are read like study files: a key given twice is refused, with its line."""
     path = tmp_path / "twice.yaml"
     path.write_text("family: encoder\nd_model: 32\nheads: 4\nd_model: 64\n")
-    result = subprocess.run(["lwnas", "cost", str(path), "--no-memory"], capture_output=True, text=True, timeout=120)
+    result = lwnas(tmp_path, "cost", str(path), "--no-memory", timeout=120)
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip() == f"error {path}:4: `d_model` is given twice in one mapping (first on line 2)"
 
@@ -128,7 +121,7 @@ def test_config_file_alias_bomb_and_bad_bytes_are_located(tmp_path):
     latin = tmp_path / "latin.yaml"
     latin.write_bytes("family: encoder\nreference: {table: caf\xe9}\n".encode("latin-1"))
     for path, message in ((bomb, "7: holds more than 100,000 values"), (latin, "2: not UTF-8: byte 0xe9")):
-        result = subprocess.run(["lwnas", "cost", str(path)], capture_output=True, text=True, timeout=120)
+        result = lwnas(tmp_path, "cost", str(path), timeout=120)
         assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
         assert result.stderr.startswith(f"error {path}:{message}"), result.stderr
 
@@ -136,7 +129,7 @@ def test_config_file_alias_bomb_and_bad_bytes_are_located(tmp_path):
 def test_cost_at_a_task_of_another_family_names_the_file(tmp_path):
     config = tmp_path / "vqa.yaml"
     config.write_text("family: mcan\nd_model: 32\nheads: 2\nlayers: 1\n")
-    done = lwnas("cost", str(config), "--task", "digits", "--no-memory")
+    done = lwnas(tmp_path, "cost", str(config), "--task", "digits", "--no-memory")
     assert done.returncode == 2, done.stderr
     assert [line for line in done.stderr.splitlines() if line.startswith("error")] == [
         f"error {config}: family: task `digits` trains family `encoder`, but the configuration is `mcan`"

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 import typer
+from helpers.procs import PG_URL, SWEEP_TIMEOUT, TINY_STUDY, kill_session, lwnas, one_error, postgres_or_skip, proc_env
 from PIL import Image
-from sweep_procs import PG_URL, SWEEP_TIMEOUT, TINY_STUDY, kill_session, lwnas, one_error, postgres_or_skip, proc_env
 
 from dashboards.sample import seed_study
 from tuners.cli.main import app

@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from sweep_procs import (
+from helpers.procs import (
     PG_URL,
     SWEEP_TIMEOUT,
     kill_session,
@@ -172,6 +172,7 @@ def _make_writable(db: Path) -> None:
         db.chmod(0o644)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["deleted", "read-only"])
 def test_a_sqlite_file_deleted_or_made_read_only_mid_sweep_stops_with_one_line(tmp_path, fault):
     study = study_file(tmp_path, trials=4, epochs=30)
@@ -198,6 +199,7 @@ def test_a_sqlite_file_deleted_or_made_read_only_mid_sweep_stops_with_one_line(t
 
 
 # ---- a sweep that stops before its budget is spent -------------------------------------------------------
+@pytest.mark.slow
 def test_a_sweep_stopped_by_its_time_budget_exits_non_zero_with_the_resume_command(tmp_path):
     study = study_file(tmp_path, trials=50, epochs=30)
     study.write_text(
@@ -216,6 +218,8 @@ def test_a_sweep_stopped_by_its_time_budget_exits_non_zero_with_the_resume_comma
     assert len(errors) == 1 and "of 50 trials done: the sweep stopped before its budget was spent" in errors[0], errors
 
 
+@pytest.mark.slow
+@pytest.mark.postgres
 def test_a_database_that_refuses_writes_mid_sweep_stops_the_sweep_with_one_line(tmp_path):
     # PostgreSQL made read-only under a running sweep (a database of its own, dropped afterwards):
     # new sessions may only read, and the sweep's sessions are ended so that it must open new ones

@@ -37,12 +37,12 @@ import optuna
 import pytest
 import yaml
 from helpers.netns_cluster import ClusterError, NetnsCluster, unavailable
-from sweep_procs import outcome, read_trials
+from helpers.procs import outcome, read_trials
 
 from tuners.driver.lease import STALE_S
 from tuners.store import keys
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 PLUGIN = Path(__file__).parent / "plugins" / "sleep_task.py"
 NAME, BUDGET = "cluster-faults", 6

@@ -7,45 +7,41 @@ import json
 import math
 
 import pytest
+from helpers.procs import lwnas, one_error
+from helpers.studies import SHARED
 from scipy.stats import kendalltau
-from sweep_procs import TINY_STUDY, lwnas, one_error, proc_env, run_proc
 
 from tuners.export.confirm import kendall
-
-STUDY = TINY_STUDY.replace("d_model: {choice: [16, 32]}", "d_model: {choice: [8, 16, 32]}")
+from tuners.store.record import record_of
 
 
 @pytest.fixture(scope="module")
-def swept(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("confirm")
-    url = f"sqlite:///{workdir / 'lwnas.db'}"
-    (workdir / "small.yaml").write_text(STUDY.format(name="small", trials=5, epochs=1))
-    rc, out = run_proc(
-        ["lwnas", "sweep", "small.yaml", "--storage", url], workdir, proc_env(workdir), workdir / "sweep.log"
-    )
-    assert rc == 0, out[-4000:]
-    return workdir, url
+def swept(swept_study):
+    """The session's shared sweep (2 epochs per trial; tests/helpers/studies.py): confirm adds no trials to it."""
+    return swept_study.workdir, swept_study.url
 
 
-def test_confirm_trains_the_front_and_dominated_trials_and_records_them(swept):
+def test_confirm_trains_the_front_and_dominated_trials_and_records_them(swept, swept_study):
     workdir, url = swept
     front = {
-        t["trial"] for t in json.loads(lwnas(workdir, "status", "small", "--storage", url, "--json").stdout)["front"]
+        t["trial"] for t in json.loads(lwnas(workdir, "status", SHARED, "--storage", url, "--json").stdout)["front"]
     }
     result = lwnas(
-        workdir, "confirm", "small", "--epochs", "2", "--dominated", "1", "--storage", url, "--json", timeout=600
+        workdir, "confirm", SHARED, "--epochs", "3", "--dominated", "1", "--storage", url, "--json", timeout=600
     )
     assert result.returncode == 0, result.stderr[-3000:]
     entry = json.loads(result.stdout)
     trials = entry["trials"]
     assert {int(n) for n, t in trials.items() if t["role"] == "front"} == front
     assert sum(t["role"] == "dominated" for t in trials.values()) == 1
-    assert (entry["epochs"], entry["sweep_epochs"]) == (2, 1)
+    assert (entry["epochs"], entry["sweep_epochs"]) == (3, 2)
     for number, t in trials.items():
-        metrics = json.loads((workdir / "confirmed" / f"small-trial-{int(number):04d}" / "metrics.json").read_text())
-        assert metrics["epochs_run"] == 2 and t["confirmed"]["accuracy"] == metrics["val"]["accuracy"]
+        metrics = json.loads((workdir / "confirmed" / f"{SHARED}-trial-{int(number):04d}" / "metrics.json").read_text())
+        assert metrics["epochs_run"] == 3 and t["confirmed"]["accuracy"] == metrics["val"]["accuracy"]
         # the same code, seed and data as the sweep's trial: its first epoch gives the value the sweep recorded
-        assert math.isclose(metrics["history"][0]["val_accuracy"], t["sweep"]["accuracy"], abs_tol=1e-9)
+        # for its first (the learning-rate schedule spans each run's own epochs, so later epochs differ)
+        first = record_of(swept_study.trials[int(number)]).epochs[0]["val_accuracy"]
+        assert math.isclose(metrics["history"][0]["val_accuracy"], first, abs_tol=1e-9)
     sweep = [t["sweep"]["accuracy"] for t in trials.values()]
     confirmed = [t["confirmed"]["accuracy"] for t in trials.values()]
     k = entry["kendall"]["accuracy"]
@@ -54,24 +50,24 @@ def test_confirm_trains_the_front_and_dominated_trials_and_records_them(swept):
     assert (k["tau"] is None and math.isnan(expected)) or math.isclose(k["tau"], expected)
 
     # what the command printed is what the study keeps
-    stored = json.loads(lwnas(workdir, "status", "small", "--storage", url, "--json").stdout)
+    stored = json.loads(lwnas(workdir, "status", SHARED, "--storage", url, "--json").stdout)
     assert stored["confirmations"][-1] == entry
 
 
 def test_the_table_prints_tau_with_its_interval(swept):
     workdir, url = swept
     result = lwnas(
-        workdir, "confirm", "small", "--epochs", "2", "--dominated", "2", "--storage", url, "-o", "again", timeout=600
+        workdir, "confirm", SHARED, "--epochs", "3", "--dominated", "2", "--storage", url, "-o", "again", timeout=600
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "sweep (1 epochs) against confirmed (2 epochs)" in result.stdout
+    assert "sweep (2 epochs) against confirmed (3 epochs)" in result.stdout
     assert "Kendall tau of accuracy, sweep against confirmed:" in result.stdout
 
 
 def test_bad_arguments_are_one_line(swept):
     workdir, url = swept
     assert "--epochs must be an integer >= 1, got 0" in one_error(
-        lwnas(workdir, "confirm", "small", "--epochs", "0", "--storage", url)
+        lwnas(workdir, "confirm", SHARED, "--epochs", "0", "--storage", url)
     )
     assert "no study 'nope'" in one_error(lwnas(workdir, "confirm", "nope", "--epochs", "2", "--storage", url))
 

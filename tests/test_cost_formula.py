@@ -10,7 +10,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from test_models_registry import REGISTRY
+from helpers.registry import REGISTRY
 
 from searchspace import ArchConfig
 from searchspace.files import find_config_files, load_config_file

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import base64
 import io
-import json
 import math
 import os
 import re
@@ -19,6 +17,7 @@ import pytest
 pytest.importorskip("streamlit")
 pytest.importorskip("plotly")
 
+from helpers.figures import chart, values  # noqa: E402
 from streamlit.runtime.media_file_manager import MediaFileManager  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
@@ -55,20 +54,6 @@ def run_app(url: str, monkeypatch, view: str | None = None) -> AppTest:
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
-
-
-def chart(at: AppTest, key: str) -> dict:
-    """The plotly figure a chart sends to the browser."""
-    matches = [el for el in at.get("plotly_chart") if el.proto.id and key in el.proto.id]
-    assert len(matches) == 1, f"no single chart {key!r}"
-    return json.loads(matches[0].proto.spec)
-
-
-def values(array) -> list:
-    """A figure's data array: plotly sends numpy arrays as base64 typed arrays ({"dtype", "bdata"})."""
-    if isinstance(array, dict) and "bdata" in array:
-        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"]).tolist()
-    return list(array)
 
 
 def shown(text: str) -> str:
@@ -471,13 +456,14 @@ def test_a_running_study_is_marked_and_refreshes_itself(tmp_path, monkeypatch):
     assert trial.number in trace_numbers(front)
 
 
+@pytest.mark.postgres
 def test_browses_postgres_as_a_read_only_role(monkeypatch):
     """A cluster's database, read by a role that may only SELECT: browsing needs no write access."""
     import uuid
 
     import psycopg
+    from helpers.procs import PG_URL, postgres_or_skip
     from sqlalchemy.engine import make_url
-    from sweep_procs import PG_URL, postgres_or_skip
 
     postgres_or_skip()
     name, role = f"lwnas-test-dash-{uuid.uuid4().hex[:8]}", f"lwnas_reader_{uuid.uuid4().hex[:8]}"
@@ -516,7 +502,7 @@ def test_sigterm_to_lwnas_dashboard_stops_its_streamlit_server(tmp_path):
     import signal
     import urllib.request
 
-    from sweep_procs import kill_session, proc_env, session_pids, start_dashboard, tail, wait_for
+    from helpers.procs import kill_session, proc_env, session_pids, start_dashboard, tail, wait_for
 
     url = f"sqlite:///{tmp_path / 'lwnas.db'}"
     seed_study(url, name="served", trials=4)
@@ -535,12 +521,13 @@ def test_sigterm_to_lwnas_dashboard_stops_its_streamlit_server(tmp_path):
         kill_session(proc)
 
 
+@pytest.mark.postgres
 def test_the_page_never_shows_the_storage_password(monkeypatch):
     """A PostgreSQL URL with a password (trust authentication ignores it): no element on the page has it."""
     import uuid
 
+    from helpers.procs import PG_URL, postgres_or_skip
     from sqlalchemy.engine import make_url
-    from sweep_procs import PG_URL, postgres_or_skip
 
     postgres_or_skip()
     name = f"lwnas-test-dash-{uuid.uuid4().hex[:8]}"

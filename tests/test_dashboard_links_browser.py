@@ -20,7 +20,9 @@ import time
 
 import numpy as np
 import pytest
-from sweep_procs import kill_session, proc_env, start_dashboard
+from helpers.procs import kill_session, proc_env, start_dashboard
+
+pytestmark = pytest.mark.browser
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"

@@ -12,8 +12,8 @@ import pytest
 pytest.importorskip("streamlit")
 pytest.importorskip("plotly")
 
+from helpers.figures import chart, values  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
-from test_dashboard import chart, values  # noqa: E402  (the figure readers the other AppTests use)
 
 from dashboards.sample import seed_study  # noqa: E402
 from searchspace.study import Objective  # noqa: E402

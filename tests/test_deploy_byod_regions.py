@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 
-import byod_data
 import numpy as np
 import onnxruntime
+import pytest
 import yaml
-from sweep_procs import lwnas, proc_env, run_proc
+from helpers import byod_data
+from helpers.procs import lwnas, proc_env, run_proc
 
 
+@pytest.mark.slow
 def test_export_of_a_byod_vqa_trial_takes_the_region_mask(tmp_path):
     data = byod_data.vqa(tmp_path / "data")  # 3 to 5 regions per image: the shorter images are padded
     study = {

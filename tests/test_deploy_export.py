@@ -1,110 +1,32 @@
-"""Deployable exports (`lwnas export --format torch|onnx`): every registry configuration exports to both
-formats, and the files, run in a Python without lwnas, give the lwnas model's outputs.
+"""Deployable exports (`lwnas export --format torch|onnx`): a set of registry configurations that runs every layer
+path (tests/helpers/registry.py EXPORT_SET) exports to both formats, and the files, run in a Python without lwnas,
+give the lwnas model's outputs (tolerances in tests/helpers/deploy.py).
 
-Tolerance: |exported - lwnas| <= 1e-5 + 1e-4 * |lwnas| elementwise (float32; the same kernels up to the
-order of sums; the largest difference seen on the registry is ~4e-7). Export is slow (~2 s per model and
-format on an idle core), so one test per family exports all of that family's configurations and one
-subprocess per family runs them all.
+Export is slow (~5-25 s per model and format on a busy core), so one test exports the whole set and one
+subprocess runs it; every registry configuration to both formats is bench/deploy_export_registry.py (~15 min).
 """
 
 from __future__ import annotations
 
-import site
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
-import torch
-from sweep_procs import lwnas
-from test_models_registry import REGISTRY
+from helpers.deploy import ATOL, RTOL, check_outputs, expected_output, export_configs, inputs_for, run_standalone
+from helpers.procs import lwnas
+from helpers.registry import EXPORT_SET, REGISTRY
 
-from searchspace import FAMILIES, ArchConfig, build_model
-from tuners.export.deploy import DeployExportError, export_inputs, input_names, write_model
+from searchspace import ArchConfig, build_model
+from tuners.export.deploy import DeployExportError, write_model
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-RUNNER = Path(__file__).parent / "deploy" / "run_artifacts.py"
-ATOL, RTOL = 1e-5, 1e-4
-PADDED_REGIONS = 2  # trailing regions of the last image that are padding
 
 
-def _inputs(model, batch: int = 3) -> dict[str, np.ndarray]:
-    """Inputs at a batch size the export never saw, with padding in the first sample's tokens and, for region
-    families, the last sample's trailing regions padded (``region_mask`` False: byod images with fewer regions)."""
-    torch.manual_seed(1)
-    tensors = list(export_inputs(model, batch=batch))
-    for i, name in enumerate(input_names(model)):
-        if tensors[i].dtype == torch.int64 and tensors[i].dim() == 2:
-            tensors[i][0, -1] = 0  # a padding token: the masking paths run in the exported graph too
-        if name == "region_mask":
-            tensors[i][-1, -PADDED_REGIONS:] = False
-    return {name: t.numpy() for name, t in zip(input_names(model), tensors)}
-
-
-def _repadded(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The same inputs with other features in the padded regions: the outputs must not change."""
-    regions = inputs["regions"].copy()
-    padded = ~inputs["region_mask"]
-    regions[padded] = np.random.default_rng(2).normal(5.0, 3.0, size=regions[padded].shape).astype(regions.dtype)
-    return {**inputs, "regions": regions}
-
-
-def run_standalone(folder: Path, tmp: Path) -> None:
-    """Run every artifact in ``folder`` in ``python -I -S`` (no lwnas on its path) from an empty folder."""
-    cwd = tmp / "elsewhere"
-    cwd.mkdir(exist_ok=True)
-    sites = [p for p in site.getsitepackages() if Path(p).is_dir()]
-    result = subprocess.run(
-        [sys.executable, "-I", "-S", str(RUNNER), str(folder), *sites],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
-def _expected(model, inputs: dict[str, np.ndarray]) -> np.ndarray:
-    with torch.no_grad():
-        return model(*(torch.from_numpy(inputs[n]) for n in input_names(model))).numpy()
-
-
-@pytest.mark.parametrize("family", FAMILIES)
-def test_every_registry_config_exports_and_runs_without_lwnas(family, tmp_path):
+@pytest.mark.slow
+def test_configs_running_every_layer_path_export_and_run_without_lwnas(tmp_path):
     folder = tmp_path / "artifacts"
     folder.mkdir()
-    expected = {}
-    for name, config in REGISTRY.items():
-        if config.family != family:
-            continue
-        stem = name.replace("/", "__").replace("+", "_")
-        torch.manual_seed(0)
-        model = build_model(config).eval()
-        for fmt, suffix in (("torch", ".pt2"), ("onnx", ".onnx")):
-            write_model(model, config, fmt, folder / f"{stem}{suffix}", {"registry": name})
-        inputs = _inputs(model)
-        np.savez(folder / f"{stem}.inputs.npz", **inputs)
-        expected[stem] = _expected(model, inputs)
-        if "region_mask" in inputs:  # the same files, other features under the mask: the same outputs
-            np.savez(folder / f"{stem}@repadded.inputs.npz", **_repadded(inputs))
-    assert expected
+    expected = export_configs({name: REGISTRY[name] for name in EXPORT_SET}, folder)
     run_standalone(folder, tmp_path)
-    for stem, want in expected.items():
-        got = np.load(folder / f"{stem}.outputs.npz")
-        for fmt in ("torch", "onnx"):
-            assert got[fmt].shape == want.shape, (stem, fmt)
-            np.testing.assert_allclose(got[fmt], want, atol=ATOL, rtol=RTOL, err_msg=f"{stem} ({fmt})")
-        if (folder / f"{stem}@repadded.outputs.npz").exists():
-            repadded = np.load(folder / f"{stem}@repadded.outputs.npz")
-            for fmt in ("torch", "onnx"):
-                np.testing.assert_allclose(
-                    repadded[fmt],
-                    got[fmt],
-                    atol=ATOL,
-                    rtol=RTOL,
-                    err_msg=f"{stem} ({fmt}): padded regions changed the output",
-                )
+    check_outputs(folder, expected)
 
 
 def test_export_failure_names_the_knob(tmp_path):
@@ -152,11 +74,11 @@ def test_checkpoint_export_carries_trained_weights(tmp_path):
 
     model, ckpt = load_model(tmp_path / "run" / "checkpoint.pt")
     fresh = build_model(ArchConfig.from_dict(ckpt["config"])).eval()
-    inputs = _inputs(model, batch=4)
+    inputs = inputs_for(model, batch=4)
     np.savez(folder / "model.inputs.npz", **inputs)
     run_standalone(folder, tmp_path)
-    got, want = np.load(folder / "model.outputs.npz"), _expected(model, inputs)
-    assert not np.allclose(_expected(fresh, inputs), want, atol=1e-3)  # trained weights differ from fresh ones
+    got, want = np.load(folder / "model.outputs.npz"), expected_output(model, inputs)
+    assert not np.allclose(expected_output(fresh, inputs), want, atol=1e-3)  # trained weights differ from fresh ones
     for fmt in ("torch", "onnx"):
         np.testing.assert_allclose(got[fmt], want, atol=ATOL, rtol=RTOL, err_msg=fmt)
 

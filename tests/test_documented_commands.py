@@ -7,8 +7,8 @@ import copy
 
 import pytest
 import typer
-from documented import ROOT, Invocation, documented_files, invocations, problems
-from sweep_procs import lwnas
+from helpers.documented import ROOT, Invocation, documented_files, invocations, problems
+from helpers.procs import lwnas
 
 from tuners.cli.main import app
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import optuna
 import pytest
 import sqlalchemy as sa
-from sweep_procs import (
+from helpers.procs import (
     COUNTED,
     PG_URL,
     SWEEP_TIMEOUT,
@@ -80,6 +80,7 @@ def _wait(procs: list[subprocess.Popen], logs: list[Path]) -> list[int]:
     return codes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_a_killed_driver_is_taken_over_and_two_resumes_share_one_lease(tmp_path, backend):
     if backend == "postgresql":
@@ -87,9 +88,9 @@ def test_a_killed_driver_is_taken_over_and_two_resumes_share_one_lease(tmp_path,
         url = PG_URL
     else:
         url = f"sqlite:///{tmp_path / 'lwnas.db'}"
-    name, budget = f"lease-{uuid.uuid4().hex[:8]}", 4
+    name, budget = f"lease-{uuid.uuid4().hex[:8]}", 3
     study = tmp_path / "study.yaml"
-    study.write_text(STUDY.format(name=name, trials=budget, epochs=8))
+    study.write_text(STUDY.format(name=name, trials=budget, epochs=3))
     env = proc_env(tmp_path)
     try:
         # 1. a sweep holds the lease; kill -9 it (driver and Ray) while a trial runs

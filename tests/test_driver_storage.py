@@ -10,20 +10,12 @@ from __future__ import annotations
 
 import optuna
 import pytest
+from helpers.procs import PG_URL, postgres_or_skip
 from sqlalchemy import text
-from sweep_procs import PG_URL, postgres_or_skip
 
 from tuners.store.connection import open_storage
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'driver.db'}"
-    postgres_or_skip()
-    return PG_URL
 
 
 def flush_setting(storage) -> str:
@@ -34,7 +26,8 @@ def flush_setting(storage) -> str:
         return conn.execute(text("SHOW synchronous_commit")).scalar()
 
 
-def test_only_the_driver_skips_the_flush_and_its_commits_are_read(url):
+def test_only_the_driver_skips_the_flush_and_its_commits_are_read(storage_url):
+    url = storage_url  # every backend (tests/conftest.py)
     name = f"driver-storage-{id(url)}"
     driver = open_storage(url, create=True, flush_each_commit=False)
     reader = open_storage(url)
@@ -62,6 +55,7 @@ def test_only_the_driver_skips_the_flush_and_its_commits_are_read(url):
         reader.engine.dispose()
 
 
+@pytest.mark.postgres
 def test_the_driver_keeps_the_options_of_the_users_url():
     # a search_path in the URL: the driver and every reader must see the same schema, hence the same studies
     postgres_or_skip()

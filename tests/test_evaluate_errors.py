@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from sweep_procs import lwnas, one_error
+from helpers.procs import lwnas, one_error
 
 CONFIG = "family: encoder\nd_model: 16\nheads: 2\nlayers: 1\ntraining: {epochs: 1, batch_size: 64}\n"
 

@@ -7,7 +7,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from test_front_seeds import OBJECTIVES, study_with
+from helpers.front_studies import OBJECTIVES, study_with
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from front_seed_stability import stability, summary  # noqa: E402

@@ -6,35 +6,17 @@ from __future__ import annotations
 
 import json
 import statistics
-import warnings
 
 import optuna
+import pytest
 import yaml
-from sweep_procs import COUNTED, TINY_STUDY, lwnas, outcome, proc_env, read_trials, run_proc
+from helpers.front_studies import OBJECTIVES, study_with
+from helpers.procs import COUNTED, TINY_STUDY, lwnas, outcome, proc_env, read_trials, run_proc
 
-from searchspace.study import Objective
 from tuners.fronts.seeds import pareto_front_groups, repeats_needed, seed_groups
 from tuners.store import keys
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
-OBJECTIVES = [Objective("accuracy", "maximize"), Objective("params", "minimize")]
-
-
-def study_with(points: list[tuple[float, float, int | None]]) -> optuna.Study:
-    """An in-memory study of complete trials: (accuracy, params, seed_of) each; params are d_model."""
-    study = optuna.create_study(directions=["maximize", "minimize"])
-    with warnings.catch_warnings():  # experimental in Optuna 5 (as in tuners.driver.sweep)
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        study.set_metric_names(["accuracy", "params"])
-    dist = {"d_model": optuna.distributions.IntDistribution(1, 100)}
-    for accuracy, params, parent in points:
-        attrs = {"outcome": "complete", **({keys.SEED_OF: parent} if parent is not None else {})}
-        study.add_trial(
-            optuna.trial.create_trial(
-                params={"d_model": int(params)}, distributions=dist, values=[accuracy, params], user_attrs=attrs
-            )
-        )
-    return study
 
 
 def test_groups_average_their_seeds_and_the_front_is_on_the_means():
@@ -75,6 +57,7 @@ def test_confirm_chooses_the_points_of_the_seed_mean_front_as_status_does():
 
 
 # ---- one real sweep -----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_sweep_with_front_seeds_confirms_every_front_trial_on_three_seeds(tmp_path):
     study = (
         TINY_STUDY.format(name="seeds", trials=10, epochs=1)

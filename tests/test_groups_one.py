@@ -8,7 +8,7 @@ with grouping on.
 from __future__ import annotations
 
 import optuna
-from sweep_procs import lwnas
+from helpers.procs import lwnas
 
 from searchspace.convert import optuna_search_space, to_nni
 from searchspace.space import SearchSpace

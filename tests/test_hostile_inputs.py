@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 from helpers.hostile import TIMEOUT_S, lwnas, refused
-from sweep_procs import lwnas as sweep_lwnas
+from helpers.procs import lwnas as sweep_lwnas
 
 from searchspace import ArchConfig, build_model
 

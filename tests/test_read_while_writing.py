@@ -14,11 +14,9 @@ import json
 import subprocess
 import sys
 import threading
-import uuid
 
 import optuna
-import pytest
-from sweep_procs import PG_URL, lwnas, postgres_or_skip, proc_env
+from helpers.procs import lwnas, proc_env
 
 from dashboards.data import TrialCache
 from dashboards.sample import seed_study
@@ -55,22 +53,8 @@ print("written", written)
 """.replace("EPOCHS", str(EPOCHS))
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def study_url(request, tmp_path):
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'live.db'}", "live"
-        return
-    postgres_or_skip()
-    name = f"live-{uuid.uuid4().hex[:8]}"
-    yield PG_URL, name
-    try:
-        optuna.delete_study(study_name=name, storage=PG_URL)
-    except KeyError:
-        pass
-
-
-def test_status_and_dashboard_poll_while_a_writer_writes(study_url, tmp_path):
-    url, name = study_url
+def test_status_and_dashboard_poll_while_a_writer_writes(storage_url, study_name, tmp_path):
+    url, name = storage_url, study_name  # every backend (tests/conftest.py)
     seed_study(url, name=name, trials=30, seed=1)
     stop = tmp_path / "stop"
     writer = subprocess.Popen(

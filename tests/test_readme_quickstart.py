@@ -1,7 +1,7 @@
 """The README's quickstart as a new user types it: the commands are read from README.md itself and
 run through the installed `lwnas` script in a fresh directory holding only the study file.
 
-sweep (with `--trials 1`, the one smaller budget), status, export, train the exported file (one
+sweep (with `--trials 1`, and the study's epochs cut to 2 in the copy), status, export, train the exported file (one
 epoch), and the dashboard the sweep points to answering on its health endpoint. The hints the sweep
 prints are checked against the command tree too (they once named a command that did not exist).
 """
@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import re
 import shlex
-import shutil
 from pathlib import Path
 
+import pytest
 import typer
-from documented import ROOT, Invocation, invocations, problems
-from sweep_procs import kill_session, proc_env, run_proc, start_dashboard
+from helpers.documented import ROOT, Invocation, invocations, problems
+from helpers.procs import kill_session, proc_env, run_proc, start_dashboard
 
 from tuners.cli.main import app
+
+pytestmark = pytest.mark.slow
 
 HINT = re.compile(r"^[a-z ]+: (lwnas .+)$", re.M)
 
@@ -41,7 +43,10 @@ def run(tmp_path: Path, command: str, log: str, timeout: float = 300) -> str:
 def test_readme_quickstart_end_to_end(tmp_path):
     sweep, status, export, train = quickstart_commands()
     (tmp_path / "studies").mkdir()
-    shutil.copy(ROOT / "studies" / "quickstart.yaml", tmp_path / "studies")
+    # the README's study with 2 epochs instead of 10: the commands are the README's, the training shorter
+    text = (ROOT / "studies" / "quickstart.yaml").read_text()
+    assert "budget: {trials: 16, epochs: 10," in text
+    (tmp_path / "studies" / "quickstart.yaml").write_text(text.replace("epochs: 10,", "epochs: 2,"))
 
     output = run(tmp_path, f"{sweep} --trials 1", "sweep.log")
     assert "[1/1] trial 0 complete" in output and (tmp_path / "lwnas.db").exists()

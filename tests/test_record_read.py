@@ -8,18 +8,21 @@ from __future__ import annotations
 import math
 
 import optuna
-from test_bulk_read import away_from_utc, every_kind_of_trial, name, url  # noqa: F401  (fixtures)
+import pytest
+from helpers.trials import every_kind_of_trial
 
 from tuners.fronts.seeds import parent_of
 from tuners.store import keys
 from tuners.store.record import StoredEpochs, constraints_of, record_of
 from tuners.store.trial_store import TrialStore
 
+pytestmark = pytest.mark.usefixtures("away_from_utc")
 
-def richest_study(url: str, name: str):
+
+def richest_study(storage_url: str, study_name: str):
     """``every_kind_of_trial`` plus a seed repeat, Optuna's old constraint layout, floats needing 17 digits and
     a waiting trial last."""
-    storage, sid, study = every_kind_of_trial(url, name)
+    storage, sid, study = every_kind_of_trial(storage_url, study_name)
     repeat = study.ask({"lr": optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True)})
     repeat.set_user_attr(keys.SEED_OF, 0)
     repeat.set_user_attr(
@@ -38,8 +41,8 @@ def richest_study(url: str, name: str):
     return storage, sid, study
 
 
-def test_records_equal_record_of_optunas_view(url, name):
-    storage, sid, _ = richest_study(url, name)
+def test_records_equal_record_of_optunas_view(storage_url, study_name):
+    storage, sid, _ = richest_study(storage_url, study_name)
     reader = TrialStore(storage, sid)
     assert reader.bulk_records
     ours, optunas = reader.records_since(), storage.get_all_trials(sid, deepcopy=False)
@@ -63,8 +66,8 @@ def test_records_equal_record_of_optunas_view(url, name):
     assert reader.records() == records  # a fresh read of every trial
 
 
-def test_incremental_read_returns_what_changed(url, name):
-    storage, sid, study = richest_study(url, name)
+def test_incremental_read_returns_what_changed(storage_url, study_name):
+    storage, sid, study = richest_study(storage_url, study_name)
     reader = TrialStore(storage, sid)
     known = {r.record.number: r.record for r in reader.records_since()}
     running = next(r for r in known.values() if r.state == "RUNNING")
@@ -79,8 +82,8 @@ def test_incremental_read_returns_what_changed(url, name):
     assert reader.records_since() == []
 
 
-def test_other_storages_read_through_optuna(url, name):
-    _, sid, _ = richest_study(url, name)
+def test_other_storages_read_through_optuna(storage_url, study_name):
+    _, sid, _ = richest_study(storage_url, study_name)
     storage = optuna.storages.InMemoryStorage()
     sid = storage.create_new_study([optuna.study.StudyDirection.MINIMIZE], "mem")
     storage.create_new_trial(sid)
@@ -96,11 +99,11 @@ def test_constraints_of_reads_both_layouts_as_optuna():
     assert constraints_of(attrs) == frozen.constraints == {"0": 1.0, "1": -2.0, "params": 3.0}
 
 
-def test_status_from_records_equals_status_from_optunas_view(url, name):
+def test_status_from_records_equals_status_from_optunas_view(storage_url, study_name):
     from tuners.fronts.status import read_trials, study_status
 
-    storage, _, study = richest_study(url, name)
-    ot_study = optuna.load_study(study_name=name, storage=storage)
+    storage, _, study = richest_study(storage_url, study_name)
+    ot_study = optuna.load_study(study_name=study_name, storage=storage)
     assert study_status(ot_study, read_trials(ot_study, storage)) == study_status(ot_study)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from test_sweep import write_study
+from helpers.studies import write_study
 
 from searchspace.study import load_study
 from tuners.driver.sweep import SweepOptions, open_study_storage

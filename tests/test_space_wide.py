@@ -7,25 +7,17 @@ stopped enumerating domains, `layers: {int: [1, 100000000]}` did not finish in 5
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
+
+from helpers.procs import lwnas
 
 LIMIT_S = 120  # generous: the checks themselves take well under a second
 
 
 def validate(study: Path) -> subprocess.CompletedProcess:
     """`lwnas space validate` without costing sampled points (costs grow with widths; the check must not)."""
-    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    return subprocess.run(
-        ["lwnas", "space", "validate", str(study), "--samples", "0"],
-        capture_output=True,
-        text=True,
-        timeout=LIMIT_S,
-        env={**os.environ, "PATH": path},
-        cwd=study.parent,
-    )
+    return lwnas(study.parent, "space", "validate", str(study), "--samples", "0", timeout=LIMIT_S)
 
 
 def study(tmp_path: Path, space: str, extra: str = "") -> Path:

@@ -11,8 +11,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import yaml
-from sweep_procs import ROOT, outcome, proc_env, read_trials, run_proc
+from helpers.procs import ROOT, outcome, proc_env, read_trials, run_proc
 
 
 def docs_features_study() -> str:
@@ -29,12 +30,13 @@ def write_data(path: Path, n: int = 240) -> None:
     np.savez(path, regions=regions, labels=labels)
 
 
+@pytest.mark.slow
 def test_a_relative_features_study_validates_and_sweeps_from_elsewhere(tmp_path):
     folder, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
     folder.mkdir(), elsewhere.mkdir()
     text = docs_features_study()
     study = folder / "my-features.yaml"
-    study.write_text(text.replace("budget: {trials: 8, epochs: 3}", "budget: {trials: 2, epochs: 1}"))
+    study.write_text(text.replace("budget: {trials: 8, epochs: 3}", "budget: {trials: 1, epochs: 1}"))
     path = yaml.safe_load(text)["task_options"]["path"]
     write_data(folder / path)
     env = proc_env(tmp_path)
@@ -45,7 +47,7 @@ def test_a_relative_features_study_validates_and_sweeps_from_elsewhere(tmp_path)
     rc, out = run_proc(["lwnas", "sweep", str(study), "--storage", url], elsewhere, env, tmp_path / "sweep.log")
     assert rc == 0, out[-4000:]
     trials = read_trials(url, "my-features")
-    assert [outcome(t) for t in trials.values()] == ["complete", "complete"], out[-4000:]
+    assert [outcome(t) for t in trials.values()] == ["complete"], out[-4000:]
 
 
 def test_a_missing_data_file_is_a_located_error(tmp_path):

@@ -1,8 +1,8 @@
 """`lwnas sweep` end to end: real Ray on this machine, real PyTorch training, real Optuna storage.
 
-One small sweep on SQLite is shared by the checks that only read its result (what each trial
-records, infeasible points, `optuna.load_study`, export -> train); the PostgreSQL sweep, the
-mo-asha sweep and the sweep whose trials fail on purpose each run once more.
+The session's one small sweep on SQLite (``swept_study``, tests/conftest.py) is shared by the checks that
+only read its result (what each trial records, infeasible points, `optuna.load_study`, export -> train);
+the PostgreSQL sweep, the mo-asha sweep and the sweep whose trials fail on purpose each run once more.
 """
 
 from __future__ import annotations
@@ -11,19 +11,16 @@ import json
 import math
 import re
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 
 import optuna
 import pytest
 import yaml
-from sweep_procs import COUNTED, PG_URL, outcome, postgres_or_skip, proc_env, read_trials, run_proc
+from helpers.procs import COUNTED, PG_URL, outcome, postgres_or_skip, run_proc
+from helpers.studies import summary, sweep, write_study
 
 from searchspace.files import load_config_file
-from searchspace.study import load_study
 from trainers import cost
-from tuners.planning.check import make_task, task_family
-from tuners.planning.costs import StaticCosts
 from tuners.store.record import record_of
 
 COMPLETE, FAIL, PRUNED = (
@@ -33,113 +30,9 @@ COMPLETE, FAIL, PRUNED = (
 )
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
-STUDY = """\
-name: {name}
-task: {task}
-objectives:
-  - {{metric: accuracy, direction: maximize}}
-  - {{metric: params, direction: minimize}}
-constraints: {{params: {{max: {max_params}}}}}
-budget: {{trials: {trials}, epochs: {epochs}}}
-tuner: {{sampler: random, scheduler: {scheduler}, max_concurrent: 2, seed: 0, max_failures: 1,
-         grace_epochs: 1, reduction_factor: 2}}
-training: {{batch_size: 64, threads: 1}}
-seed_configs: {seed_configs}
-space:
-  d_model: {{choice: {d_models}}}
-  heads: 2
-  layers: 1
-  lr: {{float: [{lr_low}, 5.0e-3], log: true}}
-"""
 
-
-def write_study(
-    directory: Path,
-    name: str,
-    *,
-    task: str = "digits",
-    trials: int = 4,
-    epochs: int = 2,
-    scheduler: str = "none",
-    max_params: float = 1.0e9,
-    d_models=(16, 32),
-    seed_configs: dict | None = None,
-    lr_low: float = 1.0e-3,
-    **task_options,
-) -> Path:
-    text = STUDY.format(
-        name=name,
-        task=task,
-        trials=trials,
-        epochs=epochs,
-        scheduler=scheduler,
-        max_params=max_params,
-        d_models=list(d_models),
-        lr_low=f"{lr_low:.1e}",
-        seed_configs=json.dumps(seed_configs or {}),
-    )
-    if task_options:
-        text += f"task_options: {json.dumps(task_options)}\n"
-    path = directory / f"{name}.yaml"
-    path.write_text(text)
-    return path
-
-
-def params_of_d_model(study_file: Path, d_model: int) -> int:
-    """The parameter count the cost model gives one point of a study (what the constraint checks)."""
-    study = load_study(study_file, task_family=task_family)
-    static = StaticCosts(study, make_task(study))
-    point = study.space.resolve({"d_model": d_model, "lr": 0.003})
-    return static.evaluate(static.adapt(point.config)).costs["params"]
-
-
-@dataclass
-class Swept:
-    name: str
-    url: str
-    budget: int
-    epochs: int
-    output: str
-    trials: dict[int, optuna.trial.FrozenTrial]
-    workdir: Path
-    env: dict
-    limit: float = 0.0  # the study's constraint on params
-
-
-def sweep(workdir: Path, study: Path, url: str, name: str, budget: int, epochs: int, **env_extra) -> Swept:
-    env = proc_env(workdir, **env_extra)
-    rc, out = run_proc(["lwnas", "sweep", str(study), "--storage", url], workdir, env, workdir / f"{name}.log")
-    assert rc == 0, out[-4000:]
-    return Swept(name, url, budget, epochs, out, read_trials(url, name), workdir, env)
-
-
-def summary(trials: dict[int, optuna.trial.FrozenTrial]) -> dict:
-    return {n: (t.state.name, outcome(t), t.user_attrs.get("failure")) for n, t in trials.items()}
-
-
-# ---- one sweep on SQLite ------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def sqlite_sweep(tmp_path_factory) -> Swept:
-    workdir = tmp_path_factory.mktemp("sqlite-sweep")
-    name, budget, epochs = "sq", 4, 2
-    probe = write_study(workdir, name, d_models=(16, 32, 128))
-    limit = (params_of_d_model(probe, 32) + params_of_d_model(probe, 128)) // 2  # d_model 128 breaks it
-    study = write_study(
-        workdir,
-        name,
-        trials=budget,
-        epochs=epochs,
-        max_params=limit,
-        d_models=(16, 32, 128),
-        seed_configs={"small": {"d_model": 16, "lr": 0.003}, "too-big": {"d_model": 128, "lr": 0.003}},
-    )
-    swept = sweep(workdir, study, f"sqlite:///{workdir / 'lwnas.db'}", name, budget, epochs)
-    swept.limit = limit
-    return swept
-
-
-def test_sqlite_sweep_spends_its_budget_and_prints_the_front(sqlite_sweep):
-    s = sqlite_sweep
+def test_swept_study_spends_its_budget_and_prints_the_front(swept_study):
+    s = swept_study
     counted = [t for t in s.trials.values() if outcome(t) in COUNTED]
     assert len(counted) == s.budget, summary(s.trials)
     assert all(t.state == COMPLETE and outcome(t) == "complete" for t in counted), summary(s.trials)
@@ -151,8 +44,8 @@ def test_sqlite_sweep_spends_its_budget_and_prints_the_front(sqlite_sweep):
         assert hint in s.output, s.output[-3000:]
 
 
-def test_every_trained_trial_keeps_its_full_record(sqlite_sweep):
-    s = sqlite_sweep
+def test_every_trained_trial_keeps_its_full_record(swept_study):
+    s = swept_study
     for t in (t for t in s.trials.values() if outcome(t) == "complete"):
         attrs, record = t.user_attrs, record_of(t)
         assert set(record.costs) >= {"params", "madds"}, attrs  # memory only where the study asks for it
@@ -167,15 +60,15 @@ def test_every_trained_trial_keeps_its_full_record(sqlite_sweep):
         assert t.values == [epochs[-1]["val_accuracy"], record.costs["params"]]
 
 
-def test_seed_configs_are_evaluated_first(sqlite_sweep):
-    first = {t.user_attrs.get("seed_config"): t for t in sqlite_sweep.trials.values() if t.number < 2}
-    assert set(first) == {"small", "too-big"}, summary(sqlite_sweep.trials)
+def test_seed_configs_are_evaluated_first(swept_study):
+    first = {t.user_attrs.get("seed_config"): t for t in swept_study.trials.values() if t.number < 2}
+    assert set(first) == {"small", "too-big"}, summary(swept_study.trials)
     assert first["small"].params == {"d_model": 16, "lr": 0.003}
     assert outcome(first["small"]) == "complete" and outcome(first["too-big"]) == "infeasible"
 
 
-def test_infeasible_points_are_recorded_with_constraints_and_never_trained(sqlite_sweep):
-    s = sqlite_sweep
+def test_infeasible_points_are_recorded_with_constraints_and_never_trained(swept_study):
+    s = swept_study
     infeasible = [t for t in s.trials.values() if outcome(t) == "infeasible"]
     assert infeasible, summary(s.trials)
     for t in infeasible:
@@ -190,8 +83,8 @@ def test_infeasible_points_are_recorded_with_constraints_and_never_trained(sqlit
     assert rejected["rejected"] == len(infeasible), rejected
 
 
-def test_optuna_load_study_reads_a_normal_study(sqlite_sweep):
-    s = sqlite_sweep
+def test_optuna_load_study_reads_a_normal_study(swept_study):
+    s = swept_study
     study = optuna.load_study(study_name=s.name, storage=s.url)
     assert study.directions == [optuna.study.StudyDirection.MAXIMIZE, optuna.study.StudyDirection.MINIMIZE]
     assert study.metric_names == ["accuracy", "params"]
@@ -200,8 +93,8 @@ def test_optuna_load_study_reads_a_normal_study(sqlite_sweep):
     assert best and all(outcome(s.trials[n]) == "complete" for n in best), (best, summary(s.trials))
 
 
-def test_export_then_train_reproduces_the_recorded_value(sqlite_sweep):
-    s = sqlite_sweep
+def test_export_then_train_reproduces_the_recorded_value(swept_study):
+    s = swept_study
     out_dir = s.workdir / "exported"
     rc, out = run_proc(
         ["lwnas", "export", s.name, "--trials", "pareto", "--storage", s.url, "-o", str(out_dir)],
@@ -249,8 +142,8 @@ def test_export_then_train_reproduces_the_recorded_value(sqlite_sweep):
     assert rc == 2 and "--task: is 'shapes-vqa' but" in out and "trained on task 'digits'" in out, out
 
 
-def test_exporting_an_infeasible_trial_is_refused_unless_asked_for(sqlite_sweep):
-    s = sqlite_sweep
+def test_exporting_an_infeasible_trial_is_refused_unless_asked_for(swept_study):
+    s = swept_study
     number = next(n for n, t in s.trials.items() if outcome(t) == "infeasible")
     out_dir = s.workdir / "exported-infeasible"
     args = ["lwnas", "export", s.name, "--trials", str(number), "--storage", s.url, "-o", str(out_dir)]
@@ -268,6 +161,8 @@ def test_exporting_an_infeasible_trial_is_refused_unless_asked_for(sqlite_sweep)
 
 
 # ---- PostgreSQL ---------------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.postgres
 def test_sweep_on_postgres_keeps_the_password_out_of_its_output(tmp_path):
     postgres_or_skip()
     name = f"lwnas-test-pg-{uuid.uuid4().hex[:10]}"
@@ -295,6 +190,7 @@ def test_sweep_on_postgres_keeps_the_password_out_of_its_output(tmp_path):
 
 
 # ---- mo-asha --------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_mo_asha_stops_trials_early_and_records_them_pruned(tmp_path):
     # One architecture and learning rates from hopeless to good: at each rung the static costs tie,
     # so promotion goes by accuracy and the slow learners are stopped.
@@ -317,6 +213,7 @@ def test_mo_asha_stops_trials_early_and_records_them_pruned(tmp_path):
 
 
 # ---- failures -------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_trial_that_raises_or_diverges_fails_alone(tmp_path):
     # the plugin is registered (tests/plugins, entry point `cursed-digits`), as a user's own task would be:
     # the driver and Ray's workers must both resolve it by that name

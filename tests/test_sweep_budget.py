@@ -4,9 +4,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
-from sweep_procs import COUNTED, TINY_STUDY, lwnas, one_error, outcome, proc_env, read_trials, run_proc
+import pytest
+from helpers.procs import COUNTED, lwnas, one_error, outcome, proc_env, read_trials, run_proc
+
+pytestmark = pytest.mark.slow
 
 # every trial of this study is the same point, and its task's metric is constant: nothing can move the front
 STALLED_STUDY = """\
@@ -38,33 +42,34 @@ def run(workdir: Path, log: str, *args: str) -> str:
     return out
 
 
-def test_resume_with_trials_grows_a_finished_sweep(tmp_path):
+def test_resume_with_trials_grows_a_finished_sweep(tmp_path, swept_study):
+    # a copy of the session's finished sweep (4 counted trials; tests/helpers/studies.py): no sweep of its own
+    name = swept_study.name
+    shutil.copy(swept_study.workdir / "lwnas.db", tmp_path / "lwnas.db")
     url = f"sqlite:///{tmp_path / 'lwnas.db'}"
-    (tmp_path / "grow.yaml").write_text(TINY_STUDY.format(name="grow", trials=2, epochs=1))
-    run(tmp_path, "sweep.log", "sweep", "grow.yaml", "--storage", url)
-    before = read_trials(url, "grow")
-    assert counted(before) == 2 and status_json(tmp_path, "grow", url)["ended"]["reason"] == "budget"
+    before = read_trials(url, name)
+    assert counted(before) == 4 and status_json(tmp_path, name, url)["ended"]["reason"] == "budget"
 
-    shrink = lwnas(tmp_path, "resume", "grow", "--storage", url, "--trials", "1")
-    assert shrink.returncode == 2 and "--trials must be at least the study's budget (2 trials)" in one_error(shrink)
+    shrink = lwnas(tmp_path, "resume", name, "--storage", url, "--trials", "3")
+    assert shrink.returncode == 2 and "--trials must be at least the study's budget (4 trials)" in one_error(shrink)
 
-    out = run(tmp_path, "grow.log", "resume", "grow", "--storage", url, "--trials", "4")
-    assert "budget raised from 2 to 4 trials" in out
-    after = read_trials(url, "grow")
-    assert counted(after) == 4
+    out = run(tmp_path, "grow.log", "resume", name, "--storage", url, "--trials", "6")
+    assert "budget raised from 4 to 6 trials" in out
+    after = read_trials(url, name)
+    assert counted(after) == 6
     for n, t in before.items():  # the finished trials are kept as they were
         assert (after[n].state, after[n].values, after[n].params) == (t.state, t.values, t.params)
-    s = status_json(tmp_path, "grow", url)
-    assert s["budget"] == 4 and s["ended"]["reason"] == "budget"
+    s = status_json(tmp_path, name, url)
+    assert s["budget"] == 6 and s["ended"]["reason"] == "budget"
     [change] = s["budget_changes"]
-    assert (change["from"], change["to"], change["counted"]) == (2, 4, 2) and change["at"]
-    table = lwnas(tmp_path, "status", "grow", "--storage", url)
-    assert f"budget 4 trials; raised from 2 to 4 at {change['at']}" in table.stdout
+    assert (change["from"], change["to"], change["counted"]) == (4, 6, 4) and change["at"]
+    table = lwnas(tmp_path, "status", name, "--storage", url)
+    assert f"budget 6 trials; raised from 4 to 6 at {change['at']}" in table.stdout
 
     # the raised budget stays in force: a plain resume has nothing left to run
-    again = lwnas(tmp_path, "resume", "grow", "--storage", url)
-    assert again.returncode == 0 and "already has its 4 trials" in again.stderr
-    assert counted(read_trials(url, "grow")) == 4
+    again = lwnas(tmp_path, "resume", name, "--storage", url)
+    assert again.returncode == 0 and "already has its 6 trials" in again.stderr
+    assert counted(read_trials(url, name)) == 6
 
 
 def test_a_sweep_whose_front_cannot_move_stops_early_and_resume_honours_it(tmp_path):

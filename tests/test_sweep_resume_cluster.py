@@ -37,7 +37,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from sweep_procs import (
+from helpers.procs import (
     COUNTED,
     PG_URL,
     SWEEP_TIMEOUT,
@@ -54,6 +54,8 @@ from sweep_procs import (
     tail,
     wait_for,
 )
+
+pytestmark = pytest.mark.slow
 
 RUNNING, COMPLETE, WAITING = (
     optuna.trial.TrialState.RUNNING,
@@ -163,8 +165,8 @@ class Stopped:
 def killed_and_resumed(tmp_path_factory) -> Stopped:
     """A sweep (6 trials, 2 at a time) killed with SIGKILL once 2 trials finished and one runs, resumed."""
     tmp = tmp_path_factory.mktemp("kill9")
-    name, budget = "kill9", 6
-    started = _start_sweep(tmp, name, trials=budget, epochs=15)  # ~3-5 s per trial once Ray is up
+    name, budget = "kill9", 5  # 2 finished + <= 2 interrupted leaves >= 1 fresh trial for the resume to propose
+    started = _start_sweep(tmp, name, trials=budget, epochs=6)  # ~1-2 s per trial once Ray is up (idle)
     proc, db, url, env, log = started.proc, started.db, started.url, started.env, started.log
     try:
 
@@ -230,8 +232,8 @@ def test_resume_proposes_new_points(killed_and_resumed):
 
 # ---- 2. Ctrl-C ---------------------------------------------------------------------------------------
 def test_ctrl_c_stops_the_sweep_and_resume_finishes_it(tmp_path):
-    name, budget = "ctrlc", 4
-    started = _start_sweep(tmp_path, name, trials=budget, epochs=15)
+    name, budget = "ctrlc", 3
+    started = _start_sweep(tmp_path, name, trials=budget, epochs=6)
     proc, db, url, env, log = started.proc, started.db, started.url, started.env, started.log
     try:
 
@@ -278,10 +280,12 @@ print("NODES " + json.dumps(alive))
 """
 
 
+@pytest.mark.cluster
+@pytest.mark.postgres
 def test_sweep_on_two_ray_nodes_with_postgres_storage(tmp_path):
     postgres_or_skip()
     name, budget = f"lwnas-test-cluster-{uuid.uuid4().hex[:10]}", 4
-    study = _write_study(tmp_path, name, trials=budget, epochs=4)
+    study = _write_study(tmp_path, name, trials=budget, epochs=3)
     port = free_port()
     address = f"127.0.0.1:{port}"
     ray_tmp = tempfile.mkdtemp(prefix="lwr", dir="/tmp")  # short: Ray's socket paths live under it

@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from sweep_procs import lwnas
+from helpers.procs import lwnas
 
 from searchspace.errors import ConfigError
 from searchspace.training import TRAINING, TRAINING_DEFAULTS, TRAINING_KNOBS

@@ -19,27 +19,21 @@ from pathlib import Path
 import optuna
 import pytest
 import yaml
-from sweep_procs import TINY_STUDY, lwnas, outcome, proc_env, read_trials, run_proc
+from helpers.procs import TINY_STUDY, lwnas, outcome
+from helpers.studies import SHARED
 
 from tuners.store import keys
 from tuners.store.record import TrialRecord, record_of
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
-NAME, TRIALS, EPOCHS = "rec", 3, 2
+NAME, TRIALS, EPOCHS = SHARED, 4, 2  # the shared sweep's complete trials (tests/helpers/studies.py)
 
 
 @pytest.fixture(scope="module")
-def swept(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("record-sweep")
-    study = workdir / f"{NAME}.yaml"
-    study.write_text(TINY_STUDY.format(name=NAME, trials=TRIALS, epochs=EPOCHS))
-    url = f"sqlite:///{workdir / 'lwnas.db'}"
-    env = proc_env(workdir)
-    rc, out = run_proc(["lwnas", "sweep", str(study), "--storage", url], workdir, env, workdir / "sweep.log")
-    assert rc == 0, out[-4000:]
-    trials = read_trials(url, NAME)
-    return trials, built_by_number(workdir / "cache" / "ray_results")
+def swept(swept_study):
+    assert (swept_study.name, swept_study.budget, swept_study.epochs) == (NAME, TRIALS, EPOCHS)
+    return swept_study.trials, built_by_number(swept_study.workdir / "cache" / "ray_results")
 
 
 def built_by_number(ray_results: Path) -> dict[int, dict]:
@@ -256,7 +250,8 @@ def test_the_dashboard_tabulates_the_records_a_sweep_stored(swept):
     data = StudyData(NAME, objectives, {}, None, records)
     frame = data.frame  # a knob named like one of the table's own columns would duplicate it
     assert frame.columns.is_unique, list(frame.columns)
-    assert list(frame["epochs"]) == [len(r.epochs) for r in records] == [EPOCHS] * TRIALS
+    assert list(frame["epochs"]) == [len(r.epochs) for r in records]
+    assert [len(r.epochs) for r in records if r.outcome == "complete"] == [EPOCHS] * TRIALS
     assert {"d_model", "lr", "batch_size"} <= set(data.knobs) and "seed" not in data.knobs
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import byod_data
 import numpy as np
 import pytest
 import torch
+from helpers import byod_data
 
 from searchspace import ArchConfig
 from trainers.loop import TrainSettings, train

@@ -248,7 +248,7 @@ def test_the_study_sets_the_window_and_storage_records_it(tmp_path, tuner, windo
 
 def test_the_sweep_searcher_drives_a_windowed_tpe(tmp_path):
     """lwnas's driver path (Ray's Searcher interface, no Ray): asks two ahead, infeasible points told at once."""
-    from test_sweep import params_of_d_model, write_study
+    from helpers.studies import params_of_d_model, write_study
 
     from searchspace.study import load_study
     from tuners.driver.searcher import StudySearcher

@@ -23,7 +23,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SWEEP_TIMEOUT = 300  # seconds for one sweep or resume (2 busy cores: Ray's start alone can take 30 s)
 COUNTED = ("complete", "pruned", "failed")  # the outcomes that use a place in the budget (tuners.driver.sweep)
 PG_URL = os.environ.get("LWNAS_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 INLINE = re.compile(r"`(lwnas [^`]+)`")
 SEPARATORS = re.compile(r"&&|\|\||;|\|")
 

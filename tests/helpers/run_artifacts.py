@@ -1,4 +1,4 @@
-"""Run exported models in a Python that has torch and onnxruntime but not lwnas (tests/test_deploy_export.py).
+"""Run exported models in a Python that has torch and onnxruntime but not lwnas (tests/helpers/deploy.py).
 
 Started as ``python -I -S run_artifacts.py DIR SITE...`` from a temporary folder: -S skips site-packages'
 .pth files, so lwnas's editable install is never on the path; only the given SITE folders are added.
