@@ -77,6 +77,13 @@ def cost(
     ] = False,
     latency_batch: Annotated[int, typer.Option(help="The second batch size of --latency.", min=1, max=4096)] = 8,
     threads: Annotated[int, typer.Option(help="CPU threads torch uses for --latency.", min=1, max=256)] = 1,
+    latency_mode: Annotated[
+        str,
+        typer.Option(
+            help="How --latency runs the forward: eager (as written), compile (torch.compile; on cpu it needs a "
+            "C compiler) or cuda-graph (a captured CUDA graph replayed; --device cuda only).",
+        ),
+    ] = "eager",
     task: Annotated[
         str | None,
         typer.Option(
@@ -108,10 +115,18 @@ def cost(
 
     fmt = CostFormat.json if as_json else fmt
     try:
-        settings = LatencySettings(device=device, batch_size=latency_batch, threads=threads) if latency else None
+        settings = (
+            LatencySettings(device=device, batch_size=latency_batch, threads=threads, mode=latency_mode)
+            if latency
+            else None
+        )
+        if latency_mode != "eager" and not latency:
+            err.print("[red]error[/red] --latency-mode: measures only with --latency", highlight=False)
+            raise typer.Exit(2)
         if settings:
-            from trainers.latency import check_device
+            from trainers.latency import check_device, check_mode
 
+            check_mode(latency_mode, device)
             check_device(device)
         rows = cost_rows(paths, memory=memory, device=device, progress=err, task=task, latency=settings)
     except ConfigError as exc:

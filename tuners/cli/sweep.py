@@ -62,7 +62,13 @@ def sweep(
             "--address", help="Address of an existing Ray cluster (ray start --head); default: Ray on this machine."
         ),
     ] = None,
-    trials: Annotated[int | None, typer.Option(help="Trials to train (overrides the study's budget).")] = None,
+    trials: Annotated[
+        int | None, typer.Option(help="Trials to train (overrides the study's budget.trials; recorded on the study).")
+    ] = None,
+    epochs: Annotated[
+        int | None,
+        typer.Option(help="Epochs per trial (overrides the study's budget.epochs; recorded on the study)."),
+    ] = None,
     max_concurrent: Annotated[int | None, typer.Option(help="Trials running at once.")] = None,
     name: Annotated[
         str | None,
@@ -84,15 +90,27 @@ def sweep(
     Every trial lands in the storage as a normal Optuna study. Points that break the study's constraints are
     recorded as infeasible and never trained. Ctrl-C stops cleanly; `lwnas resume NAME` continues.
     """
-    from searchspace.study import StudyError, name_problem
+    from searchspace.study import StudyError, name_problem, with_budget
     from tuners.driver.sweep import SweepOptions, run_sweep
-    from tuners.planning.check import constraint_problems, cost_sample, open_study, prepare, task_problems, with_data
+    from tuners.planning.check import (
+        constraint_problems,
+        cost_sample,
+        device_problems,
+        open_study,
+        prepare,
+        task_problems,
+        with_data,
+    )
 
     if name is not None and name_problem(name):
         _fail(f"--name {name_problem(name)}", code=2)
     try:
-        prepared = prepare(with_data(open_study(study_file), data))
-        study = prepared.study
+        study = with_budget(with_data(open_study(study_file), data), trials, epochs)
+        # a cluster (--address) may have the GPUs this machine lacks: Ray places trials on nodes that have them
+        problems = [] if address else device_problems(study)
+        if problems:
+            raise StudyError(problems)
+        prepared = prepare(study)
         problems = task_problems(study, prepared.task)
         if not problems and study.constraints:
             # the check `lwnas space validate` makes: constraints that no point meets are refused before
@@ -104,10 +122,22 @@ def sweep(
         err.print(f"[red]error[/red] {escape(where)}: {escape(message)}", highlight=False)
     if problems:
         raise typer.Exit(2)
+    _warn_scheduler(study)
     options = SweepOptions(storage=storage, address=address, trials=trials, max_concurrent=max_concurrent, name=name)
     run_sweep(
         study, options, prepared=prepared
     )  # its errors (LwnasError) print as one line each, with their exit codes
+
+
+def _warn_scheduler(study) -> None:
+    """The scheduler's warnings for the study's budget (mo-asha rungs it is too small for), one line each."""
+    from tuners.planning.check import scheduler_warnings
+
+    for warning in scheduler_warnings(study):
+        err.print(
+            f"[yellow]warning[/yellow] {escape(study.where(('tuner', 'scheduler')))}: {escape(warning)}",
+            highlight=False,
+        )
 
 
 def resume(
@@ -161,6 +191,7 @@ def status(
     ot_study, backend = _open_ot_study(name, storage)
     trials = read_trials(ot_study, backend)  # in bulk: a few queries, one short read transaction
     s = study_status(ot_study, trials)
+    stale = _mark_stale(s, name, storage)
     if as_json:
         sys.stdout.write(json.dumps(s, indent=2, default=str) + "\n")
         return
@@ -168,6 +199,14 @@ def status(
     out.print(
         f"[bold]{escape(name)}[/bold]: " + ", ".join(f"{k} {v}" for k, v in s["outcomes"].items()), highlight=False
     )
+    if stale:
+        from tuners.driver.sweep import resume_command
+
+        out.print(
+            f"[yellow]stale {stale}[/yellow]: trials left running by a driver that has stopped (no live driver holds "
+            f"the study); continue with: {escape(resume_command(name, storage))}",
+            highlight=False,
+        )
     if s["rejected"]:
         out.print(
             f"constraints rejected {s['rejected']['rejected']} of {s['rejected']['checked']} proposed points "
@@ -189,6 +228,25 @@ def status(
         )
     print_front(ot_study, None, out, trials)
     _print_latency_devices(s["latency_devices"], out)
+
+
+def _mark_stale(s: dict, name: str, storage: str) -> int:
+    """Trials storage holds as running while no live driver holds the study's lease: counted as ``stale``
+    in ``s["outcomes"]`` instead of ``running`` (a Ctrl-C or a killed driver leaves them so until a resume).
+    Adds ``s["driver"]``: the live driver, or None. Reads only. Returns the stale count."""
+    from tuners.driver.lease import live_driver
+
+    holder = live_driver(storage, name)
+    s["driver"] = (
+        None
+        if holder is None
+        else {"host": holder.host, "pid": holder.pid, "since": holder.since, "heartbeat": holder.heartbeat}
+    )
+    running = s["outcomes"].get("running", 0)
+    if holder is not None or not running:
+        return 0
+    s["outcomes"] = {("stale" if k == "running" else k): v for k, v in s["outcomes"].items()}
+    return running
 
 
 def _print_latency_devices(devices: dict[str, list[int]], out: Console) -> None:

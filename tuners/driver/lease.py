@@ -264,6 +264,30 @@ def _inode(path) -> int | None:
         return None
 
 
+def live_driver(url: str, study_name: str) -> Holder | None:
+    """The live driver of ``study_name`` (its lease is held and not gone), or None; reads only.
+
+    ``lwnas status`` asks, so that trials still RUNNING in storage after their driver stopped (Ctrl-C,
+    kill -9, a lost host) are told apart from trials that run. Without a lease table there is no driver.
+    """
+    engine = sa.create_engine(url, **engine_kwargs(url))
+    try:
+        with engine.connect() as con:
+            if not sa.inspect(con).has_table(LEASES.name):
+                return None
+            now = _db_now(con)
+            row = con.execute(sa.select(LEASES).where(LEASES.c.study_name == study_name)).mappings().first()
+    except SQLAlchemyError as exc:
+        raise StorageError(
+            f"cannot read the driver lease of study {study_name!r} in {masked(url)}: {scrub(first_line(exc), url)}"
+        ) from None
+    finally:
+        engine.dispose()
+    if row is None or _holder(row).gone(now):
+        return None
+    return _holder(row)
+
+
 class LeaseStopper(Stopper):
     """Ray Tune stopper: ends the whole sweep once the driver has lost its lease (or its storage)."""
 

@@ -22,6 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from searchspace.study import MAXIMIZE, Study
+from tuners.driver.mo_asha import describe_stop
 from tuners.driver.trainable import NUMBER
 from tuners.fronts.objectives import study_objectives
 from tuners.fronts.seeds import groups_of, pareto_front_groups, seed_groups
@@ -67,9 +68,11 @@ class SweepProgress(Callback):
         quiet: bool = False,
         log_path: Path | None = None,
         on_retry: Callable[[str, dict[str, Any]], None] | None = None,
+        prune_reasons: dict[str, dict[str, Any]] | None = None,
     ):
         self.ot_study, self.study, self.total, self.out, self.quiet = ot_study, study, total, out, quiet
         self.log_path, self.on_retry = log_path, on_retry
+        self.prune_reasons = prune_reasons if prune_reasons is not None else {}  # the scheduler's, by Ray trial id
         self.done = 0
         self.start = time.time()
         self.metric = next((o.metric for o in study.objectives if not o.is_cost), None)
@@ -104,7 +107,8 @@ class SweepProgress(Callback):
         if "lwnas_failed" in r:
             self._failed(trial, r["lwnas_failed"])
         elif r.get("epoch", 0) < self.study.budget.epochs:
-            self._line(trial, "stopped early (pruned)")
+            reason = self.prune_reasons.get(trial.trial_id)
+            self._line(trial, f"stopped early (pruned: {describe_stop(reason)})" if reason else "stopped early")
         else:
             self._line(trial, "complete")
 
@@ -149,7 +153,7 @@ class SweepProgress(Callback):
         )
 
     def finish(self, interrupted: bool, storage: str) -> None:
-        print_front(self.ot_study, self.study, self.out)
+        on_front = print_front(self.ot_study, self.study, self.out)
         name = self.ot_study.study_name
         url = storage_arg(storage)  # shell-quoted; never the password
         if url != shlex.quote(storage):
@@ -160,11 +164,13 @@ class SweepProgress(Callback):
                 f"[yellow]stopped before the budget was spent[/yellow]; continue with: "
                 f"{escape(f'lwnas resume {quoted} --storage {url}')}"
             )
+        export = f"export the front: lwnas export {quoted} --trials pareto --storage {url} -o exported/\n"
+        export = export if on_front else ""  # an empty front has nothing to export
         self.out.print(
             escape(
                 f"status: lwnas status {quoted} --storage {url}\n"
                 f"browse the fronts: lwnas dashboard --storage {url}\n"
-                f"export the front: lwnas export {quoted} --trials pareto --storage {url} -o exported/\n"
+                f"{export}"
                 f"open in Optuna: optuna.load_study(study_name={name!r}, storage=<the storage URL>)"
             ),
             highlight=False,
@@ -183,9 +189,9 @@ def _last_failure(trial: Any) -> str:
 
 def print_front(
     ot_study: optuna.Study, study: Study | None, out: Console, trials: list[ReadTrial] | None = None
-) -> None:
+) -> int:
     """The front (of seed means) as a table, of ``trials`` when the caller has read them already (``lwnas status``,
-    through ``tuners.fronts.status.read_trials``)."""
+    through ``tuners.fronts.status.read_trials``); returns how many points it holds."""
     groups = (
         seed_groups(ot_study.get_trials(deepcopy=False))
         if trials is None
@@ -206,6 +212,7 @@ def print_front(
         cells = [_fmt(v) + (f" ± {_fmt(s)}" if s else "") for v, s in zip(r.values, g.std)]
         table.add_row(str(r.number), *cells, str(g.seeds), escape(shown))
     out.print(table)
+    return len(front)
 
 
 def _fmt(value: float) -> str:

@@ -40,6 +40,10 @@ class SweepError(LwnasError, RuntimeError):
     pass
 
 
+class SweepFailed(SweepError):
+    """Every trial of the study failed: nothing was measured and the front is empty."""
+
+
 class SweepIncomplete(SweepError):
     """The sweep stopped (Ctrl-C, its time budget) before its trial budget was spent."""
 
@@ -114,6 +118,11 @@ def requeue_interrupted(ot_study: optuna.Study, storage: Any) -> list[int]:
 def counted_trials(ot_study: optuna.Study) -> int:
     """Trials that used their place in the budget (trained to an outcome)."""
     return sum(t.user_attrs.get(keys.OUTCOME) in TERMINAL_OUTCOMES for t in ot_study.get_trials(deepcopy=False))
+
+
+def failed_trials(ot_study: optuna.Study) -> int:
+    """Trials that used their place in the budget and failed."""
+    return sum(t.user_attrs.get(keys.OUTCOME) == Outcome.FAILED for t in ot_study.get_trials(deepcopy=False))
 
 
 def run_sweep(
@@ -244,6 +253,8 @@ def _drive(
     if rule is not None:
         searcher = StopWhenFrontStalls(searcher, ot_study, rule, since)
     scheduler = MOASHA.for_study(study) if study.tuner.scheduler == "mo-asha" else None
+    prune_reasons = scheduler.reasons if scheduler is not None else {}
+    recorder.prune_reasons = prune_reasons  # the trial's record says which rung stopped it and what dominated it
     concurrent = options.max_concurrent or study.tuner.max_concurrent
     _init_ray(options.address, study)
     # the trial's record travels in its config: the workers never see the study file
@@ -251,7 +262,14 @@ def _drive(
     run_name = f"{path_component(ot_study.study_name)}-{int(time.time())}"
     log_path = _ray_results_dir() / run_name / "sweep.log"
     progress = SweepProgress(
-        ot_study, study, remaining, out, quiet=options.quiet, log_path=log_path, on_retry=recorder.record_retry
+        ot_study,
+        study,
+        remaining,
+        out,
+        quiet=options.quiet,
+        log_path=log_path,
+        on_retry=recorder.record_retry,
+        prune_reasons=prune_reasons,
     )
     tuner = tune.Tuner(
         trainable,
@@ -303,6 +321,11 @@ def _drive(
         if reported is exc:
             raise
         raise reported from None
+    failed = failed_trials(ot_study)
+    if failed and failed == done:
+        raise SweepFailed(
+            f"all {failed} trials failed, so the study has no front: the reasons are above and in {log_path}"
+        )
     if done < budget and not stalled:
         raise SweepIncomplete(f"{done} of {budget} trials done: the sweep stopped before its budget was spent")
     return ot_study
