@@ -334,7 +334,7 @@ def _drive(
 def check_paths_on_nodes(study: Study, address: str, out: Console) -> None:
     """Refuse a sweep on the cluster at ``address`` whose task reads a path that an alive node cannot see
     (``tuners/driver/nodes.py``); connects to the cluster when the task reads any path."""
-    from trainers.tasks.base import task_class
+    from trainers.tasks.registry import task_class
     from tuners.driver.nodes import PROBE_TIMEOUT_S, paths_unseen_on_nodes
 
     options = {

@@ -7,7 +7,7 @@ from pathlib import Path
 from searchspace import ConfigError
 from searchspace.files import ConfigFile
 from trainers.tasks import Task, resolve_task
-from trainers.tasks.base import absolute_path_options
+from trainers.tasks.registry import absolute_path_options
 
 
 def file_task(f: ConfigFile, task: str | None, data: Path | None) -> tuple[str, dict]:
