@@ -73,16 +73,20 @@ class SweepProgress(Callback):
         self.ot_study, self.study, self.total, self.out, self.quiet = ot_study, study, total, out, quiet
         self.log_path, self.on_retry = log_path, on_retry
         self.prune_reasons = prune_reasons if prune_reasons is not None else {}  # the scheduler's, by Ray trial id
+        # the live line (running trials, their epochs, elapsed, an estimate): only on a terminal, never in logs
+        self.live = LiveLine(out, study.budget.epochs, total) if out.is_terminal and not quiet else None
         self.done = 0
         self.start = time.time()
         self.metric = next((o.metric for o in study.objectives if not o.is_cost), None)
         self._reports: dict[str, int] = {}  # results of each trial's current attempt (Tune keeps the last one's)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k not in ("ot_study", "out", "study", "on_retry")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("ot_study", "out", "study", "on_retry", "live")}
 
     def _line(self, trial: Any, what: str) -> None:
         self.done += 1
+        if self.live is not None:
+            self.live.finished(trial.trial_id)
         if self.quiet:
             return
         r = trial.last_result or {}
@@ -114,9 +118,17 @@ class SweepProgress(Callback):
 
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._reports[trial.trial_id] = 0  # a first start, or a retry's
+        if self.live is not None:
+            self.live.started(trial.trial_id, trial.config.get(NUMBER, "?"))
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
         self._reports[trial.trial_id] = self._reports.get(trial.trial_id, 0) + 1
+        if self.live is not None and isinstance(result.get("epoch"), int):
+            self.live.epoch(trial.trial_id, result["epoch"])
+
+    def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
+        if self.live is not None:
+            self.live.refresh()
 
     def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         """Tune runs a failed attempt again (its worker or node died, or it raised; ``tuner.max_failures``):
@@ -152,7 +164,13 @@ class SweepProgress(Callback):
             trial, r.get("lwnas_error", "worker error (the worker died before reporting)"), r.get("lwnas_traceback")
         )
 
+    def close(self) -> None:
+        """Take the live line off the terminal (the sweep ended, or stopped)."""
+        if self.live is not None:
+            self.live.stop()
+
     def finish(self, interrupted: bool, storage: str) -> None:
+        self.close()
         on_front = print_front(self.ot_study, self.study, self.out)
         name = self.ot_study.study_name
         url = storage_arg(storage)  # shell-quoted; never the password
@@ -175,6 +193,86 @@ class SweepProgress(Callback):
             ),
             highlight=False,
         )
+
+
+class LiveLine:
+    """One transient line under the sweep's output on a terminal: the running trials with their epoch and time,
+    how many are done, the time elapsed and an estimate of the time left.
+
+    The estimate assumes every remaining trial trains its full budget of epochs at the rate epochs were
+    trained so far (trials the scheduler stops early make it an upper bound).
+    """
+
+    def __init__(self, out: Console, epochs: int, total: int):
+        from rich.live import Live
+
+        self.epochs, self.total = epochs, total
+        self.start = time.monotonic()
+        self.running: dict[str, tuple[Any, int, float]] = {}  # Ray trial id -> (number, epoch, started)
+        self.done = 0
+        self.epochs_done = 0  # epochs trained by finished trials, and by running ones below
+        # lwnas's own lines go through ``out`` (rich prints them above the live line); sys.stdout and stderr
+        # are left alone: the driver redirects stdout itself while Ray runs
+        self._live = Live(
+            "", console=out, transient=True, auto_refresh=False, redirect_stdout=False, redirect_stderr=False
+        )
+        self._shown = 0.0
+
+    def started(self, trial_id: str, number: Any) -> None:
+        self.running[trial_id] = (number, 0, time.monotonic())
+        self.refresh(force=True)
+
+    def epoch(self, trial_id: str, epoch: int) -> None:
+        if trial_id in self.running:
+            number, _, started = self.running[trial_id]
+            self.running[trial_id] = (number, epoch, started)
+        self.refresh(force=True)
+
+    def finished(self, trial_id: str) -> None:
+        _, epoch, _ = self.running.pop(trial_id, (None, 0, 0.0))
+        self.done += 1
+        self.epochs_done += epoch
+        self.refresh(force=True)
+
+    def text(self) -> str:
+        now = time.monotonic()
+        elapsed = now - self.start
+        shown = ", ".join(
+            f"trial {number} epoch {min(epoch + 1, self.epochs)}/{self.epochs} ({_duration(now - started)})"
+            for number, epoch, started in self.running.values()
+        )
+        trained = self.epochs_done + sum(epoch for _, epoch, _ in self.running.values())
+        if trained:
+            left = (self.total * self.epochs - trained) * elapsed / trained
+            estimate = f"about {_duration(left)} left"
+        else:
+            estimate = "estimating the time left after the first epoch"
+        return (
+            f"running {len(self.running)}{': ' + shown if shown else ''} · {self.done} of {self.total} done · "
+            f"{_duration(elapsed)} elapsed · {estimate}"
+        )
+
+    def refresh(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self._shown >= 1.0:  # Tune's loop steps many times a second
+            self._shown = now
+            if not self._live.is_started:
+                self._live.start()
+            self._live.update(escape(self.text()), refresh=True)
+
+    def stop(self) -> None:
+        if self._live.is_started:
+            self._live.stop()
+
+
+def _duration(seconds: float) -> str:
+    """``42s``, ``3m05s``, ``1h02m``."""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
 def _last_failure(trial: Any) -> str:

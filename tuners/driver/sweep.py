@@ -300,7 +300,10 @@ def _drive(
         # Ray prints its banners to stdout (keep stdout for results), failed trials' tracebacks go to the log
         # file, and its interrupt advice that contradicts `lwnas resume` is dropped
         with contextlib.redirect_stdout(sys.stderr), quiet_ray_interrupts(), ray_logs_to(log_path):
-            tuner.fit()
+            try:
+                tuner.fit()
+            finally:
+                progress.close()  # the live line goes before anything else is printed
         if lease.lost is None:
             lease.renew()  # a storage that broke while the last trials ran
         if lease.lost is not None:
