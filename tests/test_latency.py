@@ -119,6 +119,7 @@ def test_latency_objective_sweeps_end_to_end_and_its_front_exports(tmp_path):
         assert t.values[1] == costs["latency"] > 0  # the objective is the recorded measurement
         assert costs["latency_cv"] >= 0 and costs["latency_batch"] > 0 and costs["latency_batch_size"] == 4
         assert costs["latency_device"].startswith("cpu: ") and socket.gethostname() in costs["latency_device"]
+        assert costs["latency_mode"] == "eager"  # how it was measured is recorded with the figure
 
     status = lwnas(tmp_path, "status", name, "--storage", url)
     assert status.returncode == 0, status.stderr

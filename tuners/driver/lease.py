@@ -25,7 +25,7 @@ from ray.tune import Stopper
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
 from searchspace.errors import LwnasError
-from tuners.store.connection import StorageError, engine_kwargs
+from tuners.store.connection import StorageError, engine_kwargs, refuse_writes
 from tuners.store.urls import first_line, masked, scrub, sqlite_path
 
 HEARTBEAT_S = 10.0  # how often a driver renews its lease
@@ -271,6 +271,7 @@ def live_driver(url: str, study_name: str) -> Holder | None:
     kill -9, a lost host) are told apart from trials that run. Without a lease table there is no driver.
     """
     engine = sa.create_engine(url, **engine_kwargs(url))
+    refuse_writes(engine)
     try:
         with engine.connect() as con:
             if not sa.inspect(con).has_table(LEASES.name):
