@@ -96,8 +96,9 @@ def validate(
 
     Checks the language (unknown keys with did-you-mean, types, empty choices, low > high, conditions on
     unknown knobs), the architecture's rules over the whole discrete part (divisibility, sharing-pattern
-    length, kv sharing), the task (family, metric names), that some point meets the constraints, and that this
-    machine has the training device the study asks for (`training: {device: cuda}` needs a GPU here).
+    length, kv sharing), the task (family, metric names), and that some point meets the constraints.
+
+    A study that trains on cuda (training: device cuda) needs a GPU on this machine.
     """
     files = _study_files(paths)
     if not files:
