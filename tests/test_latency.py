@@ -184,8 +184,9 @@ def test_latency_objective_sweeps_end_to_end_and_its_front_exports(tmp_path):
     status = lwnas(tmp_path, "status", name, "--storage", url)
     assert status.returncode == 0, status.stderr
     assert "latency (min)" in status.stdout and "latency measured on cpu: " in status.stdout, status.stdout
+    assert status.stdout.rstrip().endswith("(eager)"), status.stdout  # the mode, after the device line
     front = json.loads(lwnas(tmp_path, "status", name, "--storage", url, "--json").stdout)["front"]
-    assert front and all(f["latency_device"].startswith("cpu: ") for f in front)
+    assert front and all(f["latency_device"].startswith("cpu: ") and f["latency_mode"] == "eager" for f in front)
 
     frame = TrialCache(url, name).load().frame  # the dashboard's trials table: latency with its spread and device
     assert {"latency", "latency_cv", "latency_device"} <= set(frame.columns)

@@ -227,7 +227,8 @@ def status(
             f"time per trained trial: {s['seconds_per_trial']:.1f} s (mean of {s['timed_trials']})", highlight=False
         )
     print_front(ot_study, None, out, trials)
-    _print_latency_devices(s["latency_devices"], out)
+    modes = sorted({str(f["latency_mode"]) for f in s["front"] if "latency_mode" in f})
+    _print_latency_devices(s["latency_devices"], out, modes)
 
 
 def _mark_stale(s: dict, name: str, storage: str) -> int:
@@ -249,10 +250,12 @@ def _mark_stale(s: dict, name: str, storage: str) -> int:
     return running
 
 
-def _print_latency_devices(devices: dict[str, list[int]], out: Console) -> None:
-    """Name the machine behind every latency; several machines are flagged, never compared silently."""
+def _print_latency_devices(devices: dict[str, list[int]], out: Console, modes: list[str] | None = None) -> None:
+    """Name the machine behind every latency (and how the front's were measured: eager, compile, cuda-graph);
+    several machines are flagged, never compared silently."""
+    how = f" ({', '.join(modes)})" if modes else ""
     if len(devices) == 1:
-        out.print(f"latency measured on {escape(next(iter(devices)))}", highlight=False)
+        out.print(f"latency measured on {escape(next(iter(devices)))}{how}", highlight=False)
     elif devices:
         out.print(
             f"[yellow]warning[/yellow] latencies of this study were measured on {len(devices)} different "

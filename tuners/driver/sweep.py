@@ -324,13 +324,13 @@ def _drive(
         if reported is exc:
             raise
         raise reported from None
+    if done < budget and not stalled:
+        raise SweepIncomplete(f"{done} of {budget} trials done: the sweep stopped before its budget was spent")
     failed = failed_trials(ot_study)
-    if failed and failed == done:
+    if failed and failed == done:  # the budget is spent and nothing was measured: not a success
         raise SweepFailed(
             f"all {failed} trials failed, so the study has no front: the reasons are above and in {log_path}"
         )
-    if done < budget and not stalled:
-        raise SweepIncomplete(f"{done} of {budget} trials done: the sweep stopped before its budget was spent")
     return ot_study
 
 
