@@ -64,7 +64,7 @@ class MOASHA(FIFOScheduler):
             return TrialScheduler.CONTINUE
         rung = self.recorded[epoch]
         rung[trial.trial_id] = vector
-        self._numbers[trial.trial_id] = trial.config.get(NUMBER, trial.trial_id)
+        self._numbers[trial.trial_id] = (getattr(trial, "config", None) or {}).get(NUMBER, trial.trial_id)
         ids = list(rung)
         order = nondominated_order(np.stack([rung[i] for i in ids]))
         keep = max(1, math.ceil(len(ids) / self.rf))
