@@ -27,6 +27,7 @@ from pathlib import Path
 import optuna
 import pytest
 import torch
+import yaml
 from sweep_procs import ROOT, SWEEP_TIMEOUT, kill_session, lwnas, one_error, proc_env, read_trials, run_proc
 
 NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal where torch sees no GPU")
@@ -128,6 +129,14 @@ def test_cuda_training_device_without_a_gpu_is_refused_at_load(tmp_path):
     sweep = lwnas(tmp_path, "sweep", "gpu.yaml", "--storage", f"sqlite:///{tmp_path / 'lwnas.db'}")
     assert sweep.returncode == 2 and expected.match(one_error(sweep)), sweep.stderr
     assert not (tmp_path / "lwnas.db").exists()  # refused before anything was stored or Ray started
+    # a study stored where a GPU was (its spec as a sweep records it), resumed here: refused before Ray starts
+    url = f"sqlite:///{tmp_path / 'gpu.db'}"
+    stored = optuna.create_study(study_name="gpu", storage=url, directions=["maximize", "minimize"])
+    stored.set_user_attr("lwnas:study", yaml.safe_load(CUDA_STUDY))
+    resumed = lwnas(tmp_path, "resume", "gpu", "--storage", url)
+    assert resumed.returncode == 2 and one_error(resumed).startswith(
+        "error study 'gpu': training.device: `cuda` was asked for, but torch sees no CUDA GPU on this machine"
+    )
 
 
 def test_a_sweep_whose_every_trial_failed_exits_non_zero_without_offering_an_export(tmp_path):

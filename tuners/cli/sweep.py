@@ -157,7 +157,7 @@ def resume(
     were running are re-queued, and the rest of the budget runs. With --trials N, grow a finished sweep."""
     from searchspace.study import StudyError, study_from_dict
     from tuners.driver.sweep import SweepOptions, run_sweep
-    from tuners.planning.check import task_family
+    from tuners.planning.check import device_problems, task_family
     from tuners.store import keys
 
     if trials is not None and trials < 1:
@@ -170,6 +170,9 @@ def resume(
         study = study_from_dict(spec, task_family=task_family)
     except StudyError as exc:
         _fail("; ".join(f"{w}: {m}" for w, m in exc.problems))
+    if not address:  # as `lwnas sweep` checks it: a cluster's nodes may have the GPU this machine lacks
+        for _, message in device_problems(study):
+            _fail(f"study {name!r}: training.device: {message}", code=2)
     run_sweep(
         study,
         SweepOptions(storage=storage, address=address, max_concurrent=max_concurrent, name=name, trials=trials),
