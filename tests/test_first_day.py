@@ -191,7 +191,10 @@ def test_overrides_live_progress_prune_reasons_and_stale_status(tmp_path):
     assert re.search(r"running 1: trial 0 epoch 1/2 \(\d+s\) · 0 of 2 done · \d+s elapsed · ", shown), shown[-4000:]
     assert re.search(r"· about \d+(s|m\d\ds) left", shown), shown[-4000:]
     # 4. why the big point was stopped: its rung and the trial that dominated it
-    assert "[2/2] trial 1 stopped early (pruned: rung at epoch 1 kept the best 1 of 2; dominated by trial 0)" in shown
+    assert (
+        "[2/2] trial 1 stopped early (pruned: rung at epoch 1 kept the best 1 of 2; dominated by trial 0 (better "
+        "params))" in shown
+    )
 
     trials = read_trials(url, "m")
     assert trials[1].user_attrs["pruned_by"] == {
@@ -199,6 +202,7 @@ def test_overrides_live_progress_prune_reasons_and_stale_status(tmp_path):
         "rung_trials": 2,
         "kept": 1,
         "dominated_by": [0],
+        "better_in": ["params"],  # the same accuracy: the cost decided
         "values": {"accuracy": 0.5, "params": trials[1].user_attrs["plan"]["costs"]["params"]},
     }
     assert trials[0].user_attrs["budget_used"] == 2  # --epochs 2, not the file's 5

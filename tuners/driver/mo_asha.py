@@ -77,6 +77,10 @@ class MOASHA(FIFOScheduler):
             "rung_trials": len(ids),
             "kept": keep,
             "dominated_by": [self._numbers[i] for i in dominating],  # empty: cut on crowding within its front
+            # the objectives in which those trials beat it (with a cost among them, the cost decided)
+            "better_in": [
+                o.metric for m, o in enumerate(self.objectives) if any(rung[i][m] < vector[m] for i in dominating)
+            ],
             "values": {o.metric: float(result[k]) for o, k in zip(self.objectives, self.result_keys)},
         }
         return TrialScheduler.STOP
@@ -95,5 +99,6 @@ def describe_stop(reason: dict[str, Any]) -> str:
     kept = f"rung at epoch {reason['rung']} kept the best {reason['kept']} of {reason['rung_trials']}"
     by = reason["dominated_by"]
     if by:
-        return f"{kept}; dominated by trial{'s' if len(by) > 1 else ''} {', '.join(map(str, by))}"
+        better = f" (better {', '.join(reason['better_in'])})" if reason.get("better_in") else ""
+        return f"{kept}; dominated by trial{'s' if len(by) > 1 else ''} {', '.join(map(str, by))}{better}"
     return f"{kept}; on the rung's front but cut by crowding distance"

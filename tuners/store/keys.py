@@ -130,4 +130,5 @@ def plain(value: Any) -> Any:
     return json.loads(json.dumps(value, default=lambda o: list(o) if isinstance(o, tuple) else str(o)))
 
 
-PRUNED_BY = "pruned_by"  # why mo-asha stopped the trial: {"rung", "rung_trials", "kept", "dominated_by", "values"}
+# why mo-asha stopped the trial: {"rung", "rung_trials", "kept", "dominated_by", "better_in", "values"}
+PRUNED_BY = "pruned_by"
