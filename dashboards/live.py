@@ -115,7 +115,7 @@ class LiveSets:
                 continue
             if len(members) == 1:  # most points, and every one at a first load: as groups_of builds it, directly
                 (record,) = members.values()
-                group = SeedGroup(parent, [record], record, [None] * len(record.values))
+                group = SeedGroup(parent, [record], record, [None] * len(record.scores))
             else:
                 (group,) = groups_of(list(members.values()), dict.fromkeys(members, parent))
             self._groups[parent] = group

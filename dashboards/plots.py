@@ -8,6 +8,7 @@ first epoch) has no task metric: it is drawn on that axis' worst edge, marked "n
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -51,7 +52,8 @@ def category(outcome: str, state: str, on_front: bool) -> str:
         return "non-dominated"
     if state in ("RUNNING", "WAITING"):
         return "running"
-    return {Outcome.COMPLETE: "dominated", Outcome.INTERRUPTED: "failed"}.get(outcome, str(outcome))
+    shown: dict[str, str] = {Outcome.COMPLETE: "dominated", Outcome.INTERRUPTED: "failed"}
+    return shown.get(outcome, str(outcome))
 
 
 def _fmt(value: float) -> str:
@@ -214,7 +216,7 @@ def parallel_figure(data: StudyData) -> go.Figure:
     """Every objective of the complete, feasible trials as parallel axes; the front in red."""
     front = {r.number for r in data.front()}
     rows = data.candidates
-    dims = [{"label": _axis_title(data, m), "values": [r.values[i] for r in rows]} for i, m in enumerate(data.metrics)]
+    dims = [{"label": _axis_title(data, m), "values": [r.scores[i] for r in rows]} for i, m in enumerate(data.metrics)]
     colour = [1 if r.number in front else 0 for r in rows]
     fig = go.Figure(
         go.Parcoords(
@@ -253,7 +255,7 @@ def hypervolume_figure(data: StudyData) -> go.Figure:
     return fig
 
 
-def learning_curve_figure(curves: dict[str, list[dict[str, Any]]]) -> go.Figure:
+def learning_curve_figure(curves: Mapping[str, Sequence[dict[str, Any]]]) -> go.Figure:
     """Per-epoch metrics of one or more trials (``{label: epochs}``), one panel per metric."""
     rows = [
         {"trial": label, "epoch": e.get("epoch"), "metric": k, "value": v}

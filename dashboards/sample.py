@@ -176,8 +176,9 @@ def make_trial(
     # the record the driver plans (tuners/driver/searcher.py): every training setting, the task and the seed
     seed = trial_seed(STUDY_SEED, number)
     training = {**TrainSettings().to_dict(), **trial_training(SETTINGS, point.training, seed, 1)}
+    planned_costs: dict[str, float | str] = dict(costs)
     record = TrialRecord(
-        number=number, config=point.config.to_dict(), training=training, task="digits", seed=seed, costs=costs
+        number=number, config=point.config.to_dict(), training=training, task="digits", seed=seed, costs=planned_costs
     )
     attrs: dict[str, Any] = {**planned_attrs(record), keys.OUTCOME: outcome.value, keys.HOST: "sample-host"}
     if number == 0:

@@ -91,8 +91,8 @@ def seed_front_section(data: StudyData, x: str, y: str) -> None:
     ix, iy = data.metrics.index(x), data.metrics.index(y)
     fig = go.Figure(
         go.Scatter(
-            x=[g.record.values[ix] for g in front],
-            y=[g.record.values[iy] for g in front],
+            x=[g.record.scores[ix] for g in front],
+            y=[g.record.scores[iy] for g in front],
             mode="lines+markers+text",
             error_x={"type": "data", "array": [g.std[ix] or 0.0 for g in front]},
             error_y={"type": "data", "array": [g.std[iy] or 0.0 for g in front]},
@@ -114,7 +114,7 @@ def seed_front_section(data: StudyData, x: str, y: str) -> None:
     for g in front:
         row = {"trial": g.number, "seeds": g.seeds, "seed trials": ", ".join(str(m.number) for m in g.members)}
         for i, metric in enumerate(data.metrics):
-            row[f"{metric} mean"], row[f"{metric} std"] = g.record.values[i], g.std[i]
+            row[f"{metric} mean"], row[f"{metric} std"] = g.record.scores[i], g.std[i]
         rows.append(row)
     st.dataframe(pd.DataFrame(rows), hide_index=True)
     st.caption(
@@ -134,7 +134,7 @@ def _keep_typed_reference(key: str, n: int) -> None:
 
 def compare_studies_tab(data: StudyData, url: str) -> None:
     task = data.spec.get("task")
-    names = comparable_studies(url, task, data.objectives)
+    names = comparable_studies(url, str(task), data.objectives)
     st.caption(
         f"Studies of task {md(task)} with the objectives of {md(data.name)}: their fronts on one plot and "
         "each one's hypervolume measured from one reference point."
@@ -171,8 +171,8 @@ def compare_studies_tab(data: StudyData, url: str) -> None:
     for f in fronts:
         fig.add_trace(
             go.Scatter(
-                x=[r.values[0] for r in f.front],
-                y=[r.values[data.metrics.index(y)] for r in f.front],
+                x=[r.scores[0] for r in f.front],
+                y=[r.scores[data.metrics.index(y)] for r in f.front],
                 mode="lines+markers",
                 line={"shape": "hv"},
                 name=plotly_text(f.name),

@@ -10,6 +10,7 @@ nesting and alias expansion, UTF-8.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,7 +88,7 @@ def dump_config(config: ArchConfig, metadata: dict[str, Any] | None = None) -> s
     return yaml.safe_dump(data, sort_keys=False)
 
 
-def find_config_files(paths: list[str | Path]) -> list[Path]:
+def find_config_files(paths: Sequence[str | Path]) -> list[Path]:
     """Expand directories into their ``*.yaml`` files (sorted, recursively); keep files as given."""
     out: list[Path] = []
     for p in map(Path, paths):

@@ -142,6 +142,11 @@ class ImageFolder(_ImageTask):
         first = next(iter(layout.values()))
         classes = sorted(p.name for p in first.iterdir() if p.is_dir() and not p.name.startswith("."))
         files = {s: self._files(folder, None if s in ("all", "train") else classes) for s, folder in layout.items()}
+        if len(classes) == 1:  # a classifier of one class learns nothing and scores accuracy 1.0
+            raise ValueError(
+                f"image-folder: {first} has one class folder ({classes[0]}); an image-folder task needs at least "
+                f"2 classes (one folder of images per class)"
+            )
         inputs = [p for listed in files.values() for p, _ in listed]
         key = f"{self.name}-{fingerprint(self.name, {'image_size': self.image_size}, inputs)}"
         return prepared(self.path, key, lambda out: self._build(out, files, classes))

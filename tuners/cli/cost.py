@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 
 from searchspace.files import ConfigFile, find_config_files, load_config_file
@@ -173,7 +173,7 @@ def _summary_table(rows: list[CostRow]) -> Table:
     """One line per configuration: the overview for a directory of files."""
     table = Table(show_edge=False)
     batches = sorted({lat.batch for row in rows for lat in row.latency})
-    columns = [
+    columns: list[tuple[str, JustifyMethod]] = [
         ("configuration", "left"),
         ("params", "right"),
         ("MAdds", "right"),

@@ -6,11 +6,15 @@ import inspect
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperCommand, TyperGroup
+
+if TYPE_CHECKING:
+    from searchspace import ConfigError
 
 from tuners.cli.confirm import confirm
 from tuners.cli.cost import CostFormat, cost_rows, render_cost
@@ -32,15 +36,35 @@ for command in (sweep, resume, status, export, confirm, dashboard):
 err = Console(stderr=True, soft_wrap=True)
 
 
-def _exit_on_config_error(exc: Exception) -> None:
+def _exit_on_config_error(exc: ConfigError) -> NoReturn:
     """Print every problem of a ConfigError (knob: message) and exit with status 2."""
     for knob, message in exc.problems:
         err.print(f"[red]error[/red] {escape(knob)}: {escape(message)}", highlight=False)
     raise typer.Exit(2) from None
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lwnas")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        sys.stdout.write(f"lwnas {_version()}\n")
+        raise typer.Exit()
+
+
 @app.callback()
-def main() -> None:
+def main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", is_eager=True, callback=_print_version, help="Print lwnas's version and exit."),
+    ] = False,
+) -> None:
     """lwnas: neural-architecture search and sweeps for lightweight Transformers."""
 
 
@@ -245,10 +269,43 @@ def _unwrap_help(typer_app: typer.Typer) -> None:
         if doc:
             info.help = _unwrap(doc)
     for group in typer_app.registered_groups:
-        _unwrap_help(group.typer_instance)
+        if group.typer_instance is not None:
+            _unwrap_help(group.typer_instance)
+
+
+class _PlainFlags:
+    """Help that shows a flag as `--json`, not `--json <bool>`: Typer 0.29 prints the Python type of every
+    option, flags included, where a flag takes no value. An empty metavar makes Typer print none."""
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)  # a mixin: TyperCommand or TyperGroup follows it
+        for param in params:
+            if getattr(param, "is_flag", False) and param.metavar is None:
+                param.metavar = ""
+        return params
+
+
+class PlainFlagsCommand(_PlainFlags, TyperCommand):
+    pass
+
+
+class PlainFlagsGroup(_PlainFlags, TyperGroup):
+    pass
+
+
+def _plain_flags(typer_app: typer.Typer) -> None:
+    """Every command and group of ``typer_app`` shows its flags (--help among them) without a type."""
+    typer_app.info.cls = PlainFlagsGroup
+    for info in typer_app.registered_commands:
+        info.cls = PlainFlagsCommand
+    for group in typer_app.registered_groups:
+        group.cls = PlainFlagsGroup
+        if group.typer_instance is not None:
+            _plain_flags(group.typer_instance)
 
 
 _unwrap_help(app)
+_plain_flags(app)
 
 
 def run() -> None:

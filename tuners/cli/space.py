@@ -265,7 +265,8 @@ def sample(
     task = make_task(study)
     static = StaticCosts(study, task) if constraints and study.constraints else None
     rng = np.random.default_rng(seed)
-    docs, drawn, limit = [], 0, max(100, 50 * n)
+    docs: list[str] = []
+    drawn, limit = 0, max(100, 50 * n)
     with Progress(console=err, transient=True, disable=static is None or not err.is_terminal) as bar:
         job = bar.add_task("sampling under the constraints", total=n)
         while len(docs) < n and drawn < limit:

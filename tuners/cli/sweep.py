@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -24,7 +24,7 @@ VALIDATE_SAMPLES = 8  # points costed to check the constraints, as `lwnas space 
 Storage = Annotated[str, typer.Option("--storage", envvar="LWNAS_STORAGE", help=STORAGE_HELP)]
 
 
-def _fail(message: str, code: int = 1) -> None:
+def _fail(message: str, code: int = 1) -> NoReturn:
     err.print(f"[red]error[/red] {escape(message)}", highlight=False)
     raise typer.Exit(code)
 
@@ -181,16 +181,27 @@ def resume(
 
 
 def status(
-    name: Annotated[str, typer.Argument(help="Name of the study in storage.")],
+    name: Annotated[
+        str | None, typer.Argument(help="Name of the study in storage; without it, the studies there are listed.")
+    ] = None,
     storage: Storage = DEFAULT_STORAGE,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object (without NAME: a list of them, one per study).")
+    ] = False,
 ) -> None:
-    """Trials by state, the current Pareto front, hypervolume (with its reference point) and time per trial."""
+    """Trials by state, the current Pareto front, hypervolume (with its reference point) and time per trial.
+
+    Without NAME: every study in the storage, with its trials by outcome and its objectives."""
     import json
 
     from tuners.driver.progress import print_front
     from tuners.fronts.status import read_trials, study_status
 
+    if name is None:
+        from tuners.cli.study_list import print_studies
+
+        print_studies(storage, as_json)
+        return
     ot_study, backend = _open_ot_study(name, storage)
     trials = read_trials(ot_study, backend)  # in bulk: a few queries, one short read transaction
     s = study_status(ot_study, trials)
@@ -300,6 +311,12 @@ def export(
             "never trained; `pareto` never holds one).",
         ),
     ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="With --checkpoint: overwrite the model file already in the -o folder (refused otherwise)."
+        ),
+    ] = False,
     storage: Storage = DEFAULT_STORAGE,
 ) -> None:
     """Write one file per trial: a YAML (configuration, task, training settings with the trial's seed, provenance)
@@ -315,8 +332,9 @@ def export(
     if (name is None) == (checkpoint is None):
         _fail("give a study NAME or --checkpoint PATH (one of them)", code=2)
     if checkpoint is not None:
-        _export_checkpoint(checkpoint, fmt, output)
+        _export_checkpoint(checkpoint, fmt, output, force)
         return
+    assert name is not None  # exactly one of the two, checked above
     ot_study = _load_ot_study(name, storage)
     try:
         paths = export_trials(ot_study, trials, output, infeasible, fmt)
@@ -342,8 +360,9 @@ def export(
         )
 
 
-def _export_checkpoint(checkpoint: Path, fmt: str, output: Path) -> None:
-    """``lwnas export --checkpoint PATH``: the trained model as one file in ``output``."""
+def _export_checkpoint(checkpoint: Path, fmt: str, output: Path, force: bool) -> None:
+    """``lwnas export --checkpoint PATH``: the trained model as one file in ``output``; a file already there (perhaps
+    another checkpoint's) is kept unless ``force``."""
     from tuners.export.deploy import SUFFIX, checkpoint_model, write_model
 
     if fmt == "yaml":
@@ -354,11 +373,17 @@ def _export_checkpoint(checkpoint: Path, fmt: str, output: Path) -> None:
         )
     if output.exists() and not output.is_dir():
         _fail(f"-o {output} is a file, not a folder: give a folder for the exported files")
+    target = output / f"model{SUFFIX[fmt]}"
+    if target.exists() and not force:
+        _fail(
+            f"{target} already exists (an earlier export, perhaps of another checkpoint): give another folder "
+            f"with -o, or --force to overwrite it"
+        )
     model, config, provenance = checkpoint_model(checkpoint)
     try:
         output.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         _fail(f"cannot create {output}: {exc.strerror or exc}; choose a folder you can write to with -o")
-    path = write_model(model, config, fmt, output / f"model{SUFFIX[fmt]}", provenance)
+    path = write_model(model, config, fmt, target, provenance)
     sys.stdout.write(f"{path}\n")
     err.print(f"wrote {path} (trained weights of {checkpoint})", highlight=False, markup=False)

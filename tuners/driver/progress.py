@@ -170,8 +170,13 @@ class SweepProgress(Callback):
             self.live.stop()
 
     def finish(self, interrupted: bool, storage: str) -> None:
+<<<<<<< HEAD
         self.close()
         on_front = print_front(self.ot_study, self.study, self.out)
+=======
+        # the front is the sweep's result: on stdout, as `lwnas status` prints it (progress and advice: stderr)
+        print_front(self.ot_study, self.study, Console(soft_wrap=True))
+>>>>>>> main
         name = self.ot_study.study_name
         url = storage_arg(storage)  # shell-quoted; never the password
         if url != shlex.quote(storage):
@@ -307,7 +312,7 @@ def print_front(
     for g in front:
         r = g.record
         shown = ", ".join(f"{k}={v}" for k, v in r.params.items() if not isinstance(v, float))
-        cells = [_fmt(v) + (f" ± {_fmt(s)}" if s else "") for v, s in zip(r.values, g.std)]
+        cells = [_fmt(v) + (f" ± {_fmt(s)}" if s else "") for v, s in zip(r.scores, g.std)]
         table.add_row(str(r.number), *cells, str(g.seeds), escape(shown))
     out.print(table)
     return len(front)

@@ -44,3 +44,22 @@ def quiet_ray_interrupts() -> Iterator[None]:
     finally:
         for logger in loggers:
             logger.removeFilter(rule)
+
+
+# Ray starting a cluster of its own (a local sweep) turns token authentication on when RAY_AUTH_MODE is unset and
+# says so, with how to opt out, on every sweep; lwnas keeps Ray's default. Ray's warning that authentication is
+# *disabled*, and every other record of that logger, still pass.
+_TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
+TOKEN_BANNER = "Token authentication is enabled for this Ray cluster"
+
+
+class _TokenBannerFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(TOKEN_BANNER)
+
+
+def drop_token_banner() -> None:
+    """From now on, Ray's notice that it enabled token authentication by default is dropped (once per process)."""
+    logger = logging.getLogger(_TOKEN_LOGGER)
+    if not any(isinstance(f, _TokenBannerFilter) for f in logger.filters):
+        logger.addFilter(_TokenBannerFilter())

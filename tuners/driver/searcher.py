@@ -76,7 +76,7 @@ class StudySearcher(Searcher):
         # per running trial only (dropped once it is told), so the driver's memory stays flat over long sweeps
         self._last: dict[str, dict[str, Any]] = {}
         self._epochs: dict[str, list[dict[str, Any]]] = {}
-        self._costs: dict[str, dict[str, float]] = {}  # the planned static costs: no read-back at the end
+        self._costs: dict[str, dict[str, float | str]] = {}  # the planned static costs: no read-back at the end
         self._retries: dict[str, list[dict[str, Any]]] = {}  # attempts Ray re-ran (``record_retry``)
         # why the scheduler stopped a trial, by Ray trial id (mo-asha's ``reasons``; the driver links them)
         self.prune_reasons: dict[str, dict[str, Any]] = {}
@@ -133,7 +133,8 @@ class StudySearcher(Searcher):
             record, verdict = self._plan(ot_trial.number, params)
             self._write_plan(ot_trial, record)
             for constraint in self.study.constraints:
-                ot_trial.set_constraint(constraint.metric, constraint.violation(verdict.costs[constraint.metric]))
+                violation = constraint.violation(float(verdict.costs[constraint.metric]))
+                ot_trial.set_constraint(constraint.metric, violation)
             if verdict.feasible:
                 self.numbers[trial_id] = ot_trial.number
                 self._costs[trial_id] = record.costs

@@ -33,7 +33,8 @@ class SeedRepeats(Searcher):
     def set_search_properties(self, metric: Any, mode: Any, config: dict, **spec: Any) -> bool:
         return self.searcher.set_search_properties(metric, mode, config, **spec)
 
-    def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
+    # Ray declares dict | None, but its searchers also return Searcher.FINISHED (a str) to end the run
+    def suggest(self, trial_id: str) -> dict[str, Any] | str | None:  # type: ignore[override]
         return self.searcher.suggest(trial_id)
 
     def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:

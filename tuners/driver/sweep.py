@@ -16,14 +16,14 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import optuna
 from rich.console import Console
 
 from searchspace.errors import LwnasError
 from searchspace.study import Study, StudyError, path_component
-from tuners.driver.ray_logs import quiet_ray_interrupts
+from tuners.driver.ray_logs import drop_token_banner, quiet_ray_interrupts
 from tuners.driver.samplers import make_sampler
 from tuners.driver.trainable import NUMBER
 from tuners.fronts.objectives import encoded_objectives
@@ -32,6 +32,11 @@ from tuners.store import keys
 from tuners.store.connection import StorageError, open_storage
 from tuners.store.outcomes import TERMINAL_OUTCOMES, Outcome
 from tuners.store.urls import first_line, masked, scrub, sqlite_path, storage_arg
+
+if TYPE_CHECKING:
+    from ray.tune.search import Searcher
+
+    from tuners.store.budget import Ended
 
 SAMPLERS_NEEDING_NNI = ("nni-tpe", "nni-evolution")
 
@@ -236,6 +241,7 @@ def _drive(
         )
         return ot_study
     static = (prepared or prepare(study)).costs
+    searcher: Searcher
     if study.tuner.sampler in SAMPLERS_NEEDING_NNI:
         from tuners.driver.nni_searcher import NNISearcher
 
@@ -374,7 +380,7 @@ def trial_dirname(trial: Any) -> str:
     return f"trial-{trial.config.get(NUMBER, 'x')}-{trial.trial_id}"
 
 
-def _why_ended(done: int, budget: int, stalled: str | None, study: Study, seconds: float):
+def _why_ended(done: int, budget: int, stalled: str | None, study: Study, seconds: float) -> tuple[Ended, str]:
     """(reason, detail) of a driver whose Tune run returned."""
     from tuners.store.budget import Ended
 
@@ -429,6 +435,7 @@ def _init_ray(address: str | None, study: Study) -> None:
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     # failure reports and the memory objective (a static cost the searcher records) carry no metric
     os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
+    drop_token_banner()  # Ray's notice, on every local sweep, that it turned token authentication on
     if address:
         # the trial code and the study travel with the job (runtime_env py_modules)
         ray.init(address=address, runtime_env={"py_modules": _own_packages()}, log_to_driver=False)
@@ -445,7 +452,7 @@ def _own_packages() -> list[str]:
     import trainers
     import tuners
 
-    return [str(Path(m.__file__).parent) for m in (searchspace, trainers, tuners)]
+    return [str(Path(m.__file__).parent) for m in (searchspace, trainers, tuners) if m.__file__]
 
 
 def _ray_results_dir() -> Path:

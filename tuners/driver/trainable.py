@@ -56,6 +56,8 @@ def train_record(record: TrialRecord, report: Callable[[dict[str, Any]], None]) 
 
     config = ArchConfig.from_dict(record.config)
     settings = TrainSettings.from_dict(record.training)
+    if record.task is None:  # the driver plans every trial it hands a worker with its task
+        raise ValueError(f"trial {record.number}: its record names no task")
     task, data = _task_and_data(record.task, record.task_options)
 
     # The planned static costs ride on every report: mo-asha ranks a rung on the study's objectives, and
@@ -78,7 +80,15 @@ def train_record(record: TrialRecord, report: Callable[[dict[str, Any]], None]) 
         report(result)
 
     try:
-        fit(config, task, settings, callback=epoch, progress=False, data=data, madds=record.costs.get("madds"))
+        fit(
+            config,
+            task,
+            settings,
+            callback=epoch,
+            progress=False,
+            data=data,
+            madds=_int_or_none(record.costs.get("madds")),
+        )
     except TrainingError as exc:
         report({"epoch": exc.epoch, "lwnas_failed": str(exc)})
 
@@ -98,3 +108,7 @@ def run_trial(config: dict[str, Any]) -> None:
             {"lwnas_error": f"{type(exc).__name__}: {exc}", **where, "lwnas_traceback": traceback.format_exc(limit=8)}
         )
         raise
+
+
+def _int_or_none(value: float | str | None) -> int | None:
+    return None if value is None else int(value)

@@ -68,13 +68,20 @@ class WindowedSampler(BaseSampler):
         self._low = 0  # every real trial numbered below this one is finished and taken in
         self._handled: set[int] = set()  # finished real trials at or above ``_low`` taken in already
         self._running: dict[int, int] = {}  # real trial number -> its mirror trial id (asked here, not told)
-        self._storage: optuna.storages.InMemoryStorage | None = None
+        # replaced by each rebuilt mirror; the mirror study itself exists from the first sync on
+        self._storage = optuna.storages.InMemoryStorage()
         self._mirror: Study | None = None
         self._mirror_id = -1
         self._directions: list[StudyDirection] = []  # the mirror study's (as Optuna spells them)
         self._objectives: tuple[Objective, ...] = ()  # the front's (as lwnas compares them)
 
     # ---- what the inner sampler sees -----------------------------------------------------------
+    @property
+    def _mirror_study(self) -> Study:
+        if self._mirror is None:  # every BaseSampler entry point syncs (and so builds the mirror) first
+            raise RuntimeError("the window's mirror study is built at the first sync")
+        return self._mirror
+
     def seen_trials(self) -> list[FrozenTrial]:
         """The mirror study's trials: what the inner sampler reads at its next call."""
         return self._mirror.get_trials(deepcopy=False) if self._mirror is not None else []
@@ -97,7 +104,7 @@ class WindowedSampler(BaseSampler):
         self._sync(study)
         self._running[trial.number] = self._storage.create_new_trial(self._mirror_id)
         self._fresh_view()
-        self.inner.before_trial(self._mirror, self._mirror_trial(trial))
+        self.inner.before_trial(self._mirror_study, self._mirror_trial(trial))
 
     # The relative search space is inferred on the real study, not the mirror: TPE's and GP's
     # ``IntersectionSearchSpace`` caches by trial number and skips trials numbered below its cache, and
@@ -116,14 +123,16 @@ class WindowedSampler(BaseSampler):
     ) -> dict[str, Any]:
         if trial.number not in self._running:
             return self.inner.sample_relative(study, trial, search_space)
-        return self.inner.sample_relative(self._mirror, self._mirror_trial(trial), search_space)
+        return self.inner.sample_relative(self._mirror_study, self._mirror_trial(trial), search_space)
 
     def sample_independent(
         self, study: Study, trial: FrozenTrial, param_name: str, param_distribution: BaseDistribution
     ) -> Any:
         if trial.number not in self._running:
             return self.inner.sample_independent(study, trial, param_name, param_distribution)
-        return self.inner.sample_independent(self._mirror, self._mirror_trial(trial), param_name, param_distribution)
+        return self.inner.sample_independent(
+            self._mirror_study, self._mirror_trial(trial), param_name, param_distribution
+        )
 
     def after_trial(self, study: Study, trial: FrozenTrial, state: TrialState, values: Sequence[float] | None) -> None:
         if trial.number not in self._running:  # asked by another sampler object: taken in by the next sync
@@ -133,7 +142,7 @@ class WindowedSampler(BaseSampler):
         self._mirror_trial(trial)
         for step, value in trial.intermediate_values.items():
             self._storage.set_trial_intermediate_value(trial_id, step, value)
-        self.inner.after_trial(self._mirror, self._storage.get_trial(trial_id), state, values)
+        self.inner.after_trial(self._mirror_study, self._storage.get_trial(trial_id), state, values)
         self._finish_mirrored(trial.number, state, values)
 
     def reseed_rng(self) -> None:
@@ -218,7 +227,9 @@ class WindowedSampler(BaseSampler):
         """A new handle on the mirror study, as the real study's ``ask`` and ``tell`` start each: a
         ``Study`` keeps the trial list it read for the samplers until its own next ask or tell, which the
         mirror never gets."""
-        self._mirror = optuna.load_study(study_name=self._mirror.study_name, storage=self._storage, sampler=_UNUSED)
+        self._mirror = optuna.load_study(
+            study_name=self._mirror_study.study_name, storage=self._storage, sampler=_UNUSED
+        )
 
     def _rebuild(self) -> None:
         """A new mirror holding the front, the window and the running trials, in that order.

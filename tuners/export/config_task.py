@@ -29,11 +29,11 @@ def file_task(f: ConfigFile, task: str | None, data: Path | None) -> tuple[str, 
                 "to use the file's, or remove the file's `task`",
             )
         )
-    if not problems and not (task or named):
-        problems.append(("--task", f"missing: {f.path} names no task; give one, e.g. --task digits"))
-    if problems:
-        raise ConfigError(problems)
     name = task or named
+    if not problems and not name:
+        problems.append(("--task", f"missing: {f.path} names no task; give one, e.g. --task digits"))
+    if problems or not name:
+        raise ConfigError(problems)
     options = {k: v for k, v in options.items() if not (data and k == "path")}
     options, missing = absolute_path_options(name, options, f.path.parent)
     if missing:

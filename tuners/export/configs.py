@@ -97,7 +97,7 @@ def trial_settings(ot_study: optuna.Study, record: TrialRecord) -> tuple[str, di
     A record the driver planned holds all three; a study written by an earlier lwnas kept only the
     sampled settings on the trial, so the rest comes from its recorded study, as its driver derived them.
     """
-    if record.planned:
+    if record.planned and record.task is not None:  # a planned record always names its task
         return record.task, record.task_options, record.training
     study = recorded_study(ot_study)
     seed = trial_seed(study.tuner.seed, record.number)

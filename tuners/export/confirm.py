@@ -92,7 +92,7 @@ def confirm_trials(
         output.mkdir(parents=True, exist_ok=True)
         config.write_text(export_text(ot_study, record))
         run_dir = output / config.stem
-        sweep = {m: group.record.values[names.index(m)] for m in metrics}  # the seed mean (one seed: its value)
+        sweep = {m: group.record.scores[names.index(m)] for m in metrics}  # the seed mean (one seed: its value)
         label = f"[{index}/{len(chosen)}] trial {record.number}"  # each epoch's progress says which, of how many
         if progress:
             progress(f"{label} ({role}): training for {epochs} epochs -> {run_dir}")
@@ -128,9 +128,9 @@ def kendall(sweep: list[float], confirmed: list[float], seed: int = 0) -> dict[s
 
 def agreement(results: list[Confirmed]) -> dict[str, dict[str, Any]]:
     """Per task metric: Kendall's tau between sweep and confirmed values of the trials that trained."""
-    trained = [c for c in results if c.confirmed is not None]
-    metrics = list(trained[0].confirmed) if trained else []
-    return {m: kendall([c.sweep[m] for c in trained], [c.confirmed[m] for c in trained]) for m in metrics}
+    trained = [(c.sweep, c.confirmed) for c in results if c.confirmed is not None]
+    metrics = list(trained[0][1]) if trained else []
+    return {m: kendall([sweep[m] for sweep, _ in trained], [confirmed[m] for _, confirmed in trained]) for m in metrics}
 
 
 def record_confirmation(

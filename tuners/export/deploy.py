@@ -8,9 +8,12 @@ or onnxruntime; the configuration and the input names travel inside it as metada
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
+import logging
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -148,7 +151,7 @@ def _explain(exc: BaseException, config: ArchConfig, fmt: str, failed_in: list) 
     )
 
 
-def _chain(exc: BaseException):
+def _chain(exc: BaseException | None):
     while exc is not None:
         yield exc
         exc = exc.__cause__ or exc.__context__
@@ -177,6 +180,27 @@ def write_torch(model, config: ArchConfig, path: Path, provenance: dict[str, Any
     return path
 
 
+# the ONNX exporter's op registry logs a warning per torchvision op it cannot register when torchvision is absent
+# (4 per export); lwnas models use no torchvision op, so the notes say nothing about the user's model
+_ONNX_REGISTRY_LOG = "torch.onnx._internal.exporter._registration"
+
+
+class _NoTorchvisionNotes(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("torchvision is not installed")
+
+
+@contextlib.contextmanager
+def _quiet_torchvision_notes() -> Iterator[None]:
+    """Drop only the exporter's "torchvision is not installed" warnings for the block; its other records pass."""
+    logger, rule = logging.getLogger(_ONNX_REGISTRY_LOG), _NoTorchvisionNotes()
+    logger.addFilter(rule)
+    try:
+        yield
+    finally:
+        logger.removeFilter(rule)
+
+
 def write_onnx(model, config: ArchConfig, path: Path, provenance: dict[str, Any]) -> Path:
     """``path`` (.onnx): onnxruntime runs it; inputs are named as ``forward``'s arguments, output ``output``."""
     import torch
@@ -191,7 +215,7 @@ def write_onnx(model, config: ArchConfig, path: Path, provenance: dict[str, Any]
     inputs = export_inputs(model, batch=2)
     tracked = _ModuleStack(model)
     try:
-        with torch.no_grad(), warnings.catch_warnings(), tracked:
+        with torch.no_grad(), warnings.catch_warnings(), tracked, _quiet_torchvision_notes():
             warnings.simplefilter("ignore")  # the exporter's progress notes are not the user's concern
             program = torch.onnx.export(
                 model,
@@ -206,6 +230,7 @@ def write_onnx(model, config: ArchConfig, path: Path, provenance: dict[str, Any]
             )
     except Exception as exc:  # noqa: BLE001 - as in export_program
         raise _explain(exc, config, "onnx", tracked.failed_in) from None
+    assert program is not None  # torch.onnx.export returns None only without dynamo=True
     proto = program.model_proto
     entry = proto.metadata_props.add()
     entry.key, entry.value = METADATA, metadata(config, model, provenance)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -111,7 +112,7 @@ def prepare(study: Study) -> Prepared:
     return Prepared(study, task, StaticCosts(study, task))
 
 
-def task_for_checks(study: Study) -> tuple[Task | type, Task | None]:
+def task_for_checks(study: Study) -> tuple[Task | type[Task], Task | None]:
     """What validation checks a study against, without calling anything a plugin names.
 
     Returns ``(described, task)``: a built-in task is constructed (lwnas's own code) and is both; a
@@ -130,12 +131,13 @@ def task_for_checks(study: Study) -> tuple[Task | type, Task | None]:
         task = make_task(study)
         return task, task
     try:
-        return task_class(study.task), None
+        # passed the Task protocol, checked statically (nothing of the class ran)
+        return cast("type[Task]", task_class(study.task)), None
     except ValueError as exc:
         raise StudyError([(study.where(("task",)), str(exc))]) from None
 
 
-def task_problems(study: Study, task: Task) -> list[tuple[str, str]]:
+def task_problems(study: Study, task: Task | type[Task]) -> list[tuple[str, str]]:
     """The study's family and objectives against what the task trains and reports."""
     problems = []
     if task.family and task.family != study.family:  # a plugin class may leave its family to the study
@@ -243,7 +245,7 @@ def low_corner(space: SearchSpace) -> dict:
         if isinstance(d, IntRange):
             return d.low
         if isinstance(d, Choice) and all(isinstance(v, int) for v in d.choices):
-            return min(d.choices)
+            return min(v for v in d.choices if isinstance(v, int))
         return d.at(0)
 
     return space.active_params(space.effective(lowest))
@@ -269,7 +271,7 @@ def constraint_problems(study: Study, sample: list[CostedPoint]) -> list[tuple[s
     problems = []
     for constraint in study.constraints:
         values = [c.verdict.costs[constraint.metric] for c in sample]
-        if all(constraint.violation(v) > 0 for v in values):
+        if all(constraint.violation(float(v)) > 0 for v in values):
             problems.append(
                 (
                     study.where(("constraints", constraint.metric)),

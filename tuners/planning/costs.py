@@ -25,7 +25,7 @@ REPORTS_KEPT = 4096  # distinct architectures whose cost reports the driver keep
 class Verdict:
     """Static costs of one point and how far it is from each constraint (<= 0: met)."""
 
-    costs: dict[str, float]
+    costs: dict[str, float | str]  # params, madds, memory, latency figures, and the latency device's name
     violations: dict[str, float]
     report: CostReport = field(repr=False)
 
@@ -74,10 +74,11 @@ class StaticCosts:
         config = self.adapt(config)
         report, latency = self._costed(config)
         costs: dict[str, float | str] = {"params": report.params, "madds": report.madds}
-        if self.memory:
+        if self.memory and report.memory_bytes is not None:
             costs["memory"] = report.memory_bytes
         costs.update(latency)
-        violations = {c.describe(): c.violation(costs[c.metric]) for c in self.study.constraints}
+        # a constraint's metric is a numeric cost (the study parser allows no other)
+        violations = {c.describe(): c.violation(float(costs[c.metric])) for c in self.study.constraints}
         return Verdict(costs, violations, report)
 
     def _costed(self, config: ArchConfig) -> tuple[CostReport, dict[str, float | str]]:

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from searchspace.errors import LwnasError
-from tuners.store.urls import first_line, masked, scrub, sqlite_path
+from tuners.store.urls import first_line, masked, scrub, sqlite_path, sqlite_two_slashes
 
 # tables every RDB storage has once Optuna has set it up; a database without them is not a sweep's storage
 OPTUNA_TABLES = ("studies", "trials", "version_info", "alembic_version")
@@ -30,6 +30,12 @@ def open_storage(url: str, *, create: bool = False, read_only: bool = False, flu
     import optuna
     from sqlalchemy.exc import SQLAlchemyError
 
+    fixed = sqlite_two_slashes(url)
+    if fixed is not None:
+        raise StorageError(
+            f"storage {masked(url)} names no SQLite file (two slashes are followed by a host): write "
+            f"{masked(fixed)} (three slashes, then a path from the working directory; four before an absolute path)"
+        )
     path = sqlite_path(url)
     if path is not None and not create and not path.is_file():
         raise StorageError(

@@ -104,7 +104,8 @@ class TrialRecord:
     task: str | None = None
     task_options: dict[str, Any] = field(default_factory=dict)
     seed: int | None = None
-    costs: dict[str, float] = field(default_factory=dict)  # {"params": ..., "madds": ..., "memory": ...}
+    # {"params": ..., "madds": ..., "memory": ...}, latency figures and the name of the device that timed them
+    costs: dict[str, float | str] = field(default_factory=dict)
     # what storage adds while the trial runs and when it ends
     state: str = "RUNNING"  # Optuna's: COMPLETE, PRUNED, FAIL, RUNNING, WAITING
     outcome: str = "running"
@@ -125,6 +126,13 @@ class TrialRecord:
     @property
     def feasible(self) -> bool:
         return all(v <= 0 for v in self.constraints.values())
+
+    @property
+    def scores(self) -> list[float]:
+        """The objective values of a trial that reported them: every candidate and every front member."""
+        if self.values is None:
+            raise ValueError(f"trial {self.number} reported no objective values (outcome: {self.outcome})")
+        return self.values
 
     @property
     def planned(self) -> bool:

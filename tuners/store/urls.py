@@ -58,3 +58,13 @@ def sqlite_path(url: str) -> Path | None:
         return None
     path = url[len("sqlite:///") :].split("?", 1)[0]
     return Path(path) if path and not path.startswith("file:") else None
+
+
+# `sqlite://` then a name: SQLAlchemy reads the name as a host and finds no database path in the URL
+_SQLITE_TWO_SLASHES = re.compile(r"^(sqlite(?:\+\w+)?://)([^/?].*)$")
+
+
+def sqlite_two_slashes(url: str) -> str | None:
+    """The three-slash form of a SQLite URL written with two (``sqlite://x.db`` -> ``sqlite:///x.db``), else None."""
+    found = _SQLITE_TWO_SLASHES.match(url.strip())
+    return f"{found.group(1)}/{found.group(2)}" if found else None
