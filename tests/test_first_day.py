@@ -223,7 +223,9 @@ def test_overrides_live_progress_prune_reasons_and_stale_status(tmp_path):
         f"stale 1: trials left running by a driver that has stopped (no live driver holds the study); continue "
         f"with: lwnas resume m --storage {url}"
     ) in shown_status.stdout
-    assert _content(tmp_path / "lwnas.db") == before  # a read command writes nothing
+    listed = lwnas(tmp_path, "status", "--storage", url, "--json")  # the study list counts them so too
+    assert json.loads(listed.stdout)[0]["outcomes"] == {"complete": 1, "pruned": 1, "stale": 1}, listed.stdout
+    assert _content(tmp_path / "lwnas.db") == before  # read commands write nothing
     # with a live driver holding the study, the same trial runs
     from tuners.driver.lease import StudyLease
 

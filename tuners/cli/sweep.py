@@ -249,19 +249,17 @@ def _mark_stale(s: dict, name: str, storage: str) -> int:
     """Trials storage holds as running while no live driver holds the study's lease: counted as ``stale``
     in ``s["outcomes"]`` instead of ``running`` (a Ctrl-C or a killed driver leaves them so until a resume).
     Adds ``s["driver"]``: the live driver, or None. Reads only. Returns the stale count."""
-    from tuners.driver.lease import live_driver
+    from tuners.driver.lease import live_driver, stale_outcomes
 
-    holder = live_driver(storage, name)
+    s["outcomes"], holder = stale_outcomes(s["outcomes"], storage, name)
+    if holder is None and not s["outcomes"].get("stale"):
+        holder = live_driver(storage, name)  # a driver between trials, or one that has not started any
     s["driver"] = (
         None
         if holder is None
         else {"host": holder.host, "pid": holder.pid, "since": holder.since, "heartbeat": holder.heartbeat}
     )
-    running = s["outcomes"].get("running", 0)
-    if holder is not None or not running:
-        return 0
-    s["outcomes"] = {("stale" if k == "running" else k): v for k, v in s["outcomes"].items()}
-    return running
+    return s["outcomes"].get("stale", 0)
 
 
 def _print_latency_devices(devices: dict[str, list[int]], out: Console, modes: list[str] | None = None) -> None:

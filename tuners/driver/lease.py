@@ -289,6 +289,17 @@ def live_driver(url: str, study_name: str) -> Holder | None:
     return _holder(row)
 
 
+def stale_outcomes(outcomes: dict[str, int], url: str, study_name: str) -> tuple[dict[str, int], Holder | None]:
+    """``(outcomes, live driver)``: trial counts by outcome with ``running`` counted as ``stale`` when no live driver
+    holds the study (storage keeps trials RUNNING after Ctrl-C or a killed driver, until a resume); reads only."""
+    if not outcomes.get("running"):
+        return outcomes, None
+    holder = live_driver(url, study_name)
+    if holder is not None:
+        return outcomes, holder
+    return {("stale" if k == "running" else k): v for k, v in outcomes.items()}, None
+
+
 class LeaseStopper(Stopper):
     """Ray Tune stopper: ends the whole sweep once the driver has lost its lease (or its storage)."""
 

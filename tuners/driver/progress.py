@@ -170,13 +170,9 @@ class SweepProgress(Callback):
             self.live.stop()
 
     def finish(self, interrupted: bool, storage: str) -> None:
-<<<<<<< HEAD
         self.close()
-        on_front = print_front(self.ot_study, self.study, self.out)
-=======
         # the front is the sweep's result: on stdout, as `lwnas status` prints it (progress and advice: stderr)
-        print_front(self.ot_study, self.study, Console(soft_wrap=True))
->>>>>>> main
+        on_front = print_front(self.ot_study, self.study, Console(soft_wrap=True))
         name = self.ot_study.study_name
         url = storage_arg(storage)  # shell-quoted; never the password
         if url != shlex.quote(storage):
