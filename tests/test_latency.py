@@ -62,6 +62,8 @@ def test_cuda_without_a_gpu_is_a_clear_error(tmp_path):
     config.write_text("family: encoder\nd_model: 16\nheads: 2\nlayers: 1\n")
     out = lwnas(tmp_path, "cost", config, "--latency", "--device", "cuda", "--no-memory")
     assert out.returncode != 0 and "torch sees no CUDA GPU" in out.stderr, out.stderr
+    memory = lwnas(tmp_path, "cost", config, "--device", "cuda")  # the memory probe on a GPU this machine lacks
+    assert one_error(memory).startswith("error peak memory on `cuda` was asked for, but torch sees no CUDA GPU")
 
 
 def test_study_latency_section_is_checked_with_file_and_line():

@@ -173,6 +173,17 @@ class CostError(LwnasError, ValueError):
     """A cost that cannot be computed for this configuration (said why, with the figures)."""
 
 
+def check_memory_device(device: str) -> None:
+    """An error when peak memory is asked for on ``cuda`` where torch sees no GPU (instead of torch's traceback)."""
+    if device == "cuda" and not torch.cuda.is_available():
+        import socket
+
+        raise CostError(
+            f"peak memory on `cuda` was asked for, but torch sees no CUDA GPU on this machine "
+            f"({socket.gethostname()}); measure on cpu (--device cpu) or run where a GPU is"
+        )
+
+
 # Measuring peak memory materialises the model and runs it; a point whose weights, gradients and
 # attention maps alone need more than this is refused from its meta-device shapes instead.
 MEMORY_PROBE_LIMIT = 8 << 30

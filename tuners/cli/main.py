@@ -144,6 +144,13 @@ def cost(
             if latency
             else None
         )
+        if device not in ("cpu", "cuda"):
+            err.print(f"[red]error[/red] --device: must be cpu or cuda, got {escape(repr(device))}", highlight=False)
+            raise typer.Exit(2)
+        if device == "cuda" and (memory or latency):
+            from trainers.cost import check_memory_device
+
+            check_memory_device(device)  # no GPU here: one line, before any file is costed
         if latency_mode != "eager" and not latency:
             err.print("[red]error[/red] --latency-mode: measures only with --latency", highlight=False)
             raise typer.Exit(2)
