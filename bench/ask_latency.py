@@ -1,7 +1,7 @@
 """Optuna ask + tell latency per sampler as a study grows: 1k, 10k, 100k stored trials, one run.
 
 For each size a synthetic two-objective study (``dashboards.sample``, written in batches by
-``tuners.store.bulk_write``) is created; then for each sampler the study is opened as a sweep driver opens it
+``TrialStore.insert``) is created; then for each sampler the study is opened as a sweep driver opens it
 (``tuners.store.connection.open_storage`` + ``optuna.load_study`` with the sampler settings of
 ``tuners/driver/samplers.py:make_sampler`` at a large budget) and ``--asks`` points are asked (the quickstart
 space's knobs, as stored) and told. The first ask pays Optuna's one-time read of every stored trial

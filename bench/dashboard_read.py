@@ -1,12 +1,12 @@
 """Reading a large study: lwnas's bulk reader vs Optuna's ``load_study(...).trials``, in one run.
 
 For each size a synthetic study (``dashboards.sample``: the record a real sweep writes, nothing trained)
-is written in batches (``tuners.store.bulk_write``; its time is reported as ``write_s``), then timed, each
+is written in batches (``TrialStore.insert``; its time is reported as ``write_s``), then timed, each
 from a freshly opened storage:
 
 * optuna_load_trials_s: ``optuna.load_study(name, storage).trials``, the anchor;
-* bulk_read_s: ``tuners.store.bulk_read.TrialReader.read()``, every trial as Optuna's FrozenTrial;
-* record_read_s: ``tuners.store.record_read.RecordReader.read()``, every trial as lwnas's TrialRecord (what the
+* bulk_read_s: ``tuners.store.trial_store.TrialStore.frozen_since()``, every trial as Optuna's FrozenTrial;
+* record_read_s: ``TrialStore.records_since()``, every trial as lwnas's TrialRecord (what the
   dashboard and ``lwnas status`` read);
 * first_view_s: what the dashboard does on opening the study: ``TrialCache.load()`` (bulk read,
   records, study data), the trial table (``StudyData.frame``) and the Pareto front;
@@ -119,9 +119,8 @@ def one_size(url: str, trials: int, args) -> dict:
     import optuna
 
     from dashboards.sample import seed_study
-    from tuners.store.bulk_read import TrialReader
     from tuners.store.connection import open_storage
-    from tuners.store.record_read import RecordReader
+    from tuners.store.trial_store import TrialStore
 
     name = f"bench-read-{trials}-{uuid.uuid4().hex[:6]}"
     log(f"writing {trials} synthetic trials")
@@ -136,13 +135,13 @@ def one_size(url: str, trials: int, args) -> dict:
 
         def bulk():
             storage = open_storage(url)
-            return TrialReader(storage, storage.get_study_id_from_name(name)).read()
+            return TrialStore.of(storage, name).frozen_since()
 
         bulk_read = runs(bulk, args.repeats)
 
         def records():
             storage = open_storage(url)
-            return RecordReader(storage, storage.get_study_id_from_name(name)).read()
+            return TrialStore.of(storage, name).records_since()
 
         record_read = runs(records, args.repeats)
         view = runs(lambda: first_view(url, name), args.repeats)

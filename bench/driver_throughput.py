@@ -6,7 +6,7 @@ No Ray workers run: the bench calls ``StudySearcher``'s public Ray ``Searcher`` 
 after another, each trial reporting ``--epochs`` synthetic epochs. Before measuring, the study is
 prefilled with N finished trials shaped like a sweep's (parameters, the planned record with real static
 costs, the study's constraint, one key per epoch, outcome attributes; complete, pruned, failed and
-infeasible) in batched INSERTs (``tuners.store.bulk_write.insert_trials``, which writes what ``add_trials``
+infeasible) in batched INSERTs (``tuners.store.trial_store.TrialStore.insert``, which writes what ``add_trials``
 writes). Each sampler then drives ``--measure`` trials per arm on that study, one fresh driver per arm, the
 arms taking turns in blocks of ``--block`` trials (the load of a shared machine swings within minutes):
 
@@ -151,14 +151,14 @@ def sweep_like_trials(study, static, n: int, epochs: int, seed: int) -> list:
 
 
 def prefill(storage, name: str, study, static, n: int, epochs: int, seed: int, distinct: int = 0) -> float:
-    """Append ``n`` sweep-shaped trials in batched INSERTs (``tuners.store.bulk_write``); seconds taken to write.
+    """Append ``n`` sweep-shaped trials in batched INSERTs (``TrialStore.insert``); seconds taken to write.
     ``distinct`` > 0 builds that many trials and repeats them (building one costs ~1 ms, ~10 ms under load)."""
-    from tuners.store.bulk_write import insert_trials
+    from tuners.store.trial_store import TrialStore
 
     built = sweep_like_trials(study, static, min(n, distinct or n), epochs, seed)
     frozen = [built[i % len(built)] for i in range(n)]
     t0 = time.perf_counter()
-    insert_trials(storage, storage.get_study_id_from_name(name), frozen)
+    TrialStore.of(storage, name).insert(frozen)
     return time.perf_counter() - t0
 
 

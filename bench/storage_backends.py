@@ -6,7 +6,7 @@ engine and connection pool, Redis client or gRPC channel) write trials into one 
 ``suggest_*``, six planned-record user attributes, one user attribute per epoch (``--epochs``), three
 outcome attributes and a two-objective ``tell``. Every call is timed. Then a fresh process opens the
 storage again and loads the study twice: Optuna's ``load_study(...).trials`` and lwnas's
-``tuners.store.bulk_read.TrialReader.read()`` (bulk SQL on an RDB storage, Optuna's ``get_all_trials`` on the
+``tuners.store.trial_store.TrialStore.frozen_since()`` (bulk SQL on an RDB storage, Optuna's ``get_all_trials`` on the
 others), each from a newly opened storage (for a journal that includes replaying its log).
 
 Backends (``--backends``):
@@ -238,7 +238,7 @@ def read_back(backend: Backend, study_name: str, out) -> None:
     import optuna
     from optuna.trial import TrialState
 
-    from tuners.store.bulk_read import TrialReader
+    from tuners.store.trial_store import TrialStore
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     t0 = time.perf_counter()
@@ -246,8 +246,8 @@ def read_back(backend: Backend, study_name: str, out) -> None:
     optuna_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     storage = backend.open()
-    reader = TrialReader(storage, storage.get_study_id_from_name(study_name))
-    bulk = reader.read()
+    reader = TrialStore.of(storage, study_name)
+    bulk = reader.frozen_since()
     reader_s = time.perf_counter() - t0
     states = Counter(tr.state.name for tr in trials)
     out.put(
@@ -407,7 +407,7 @@ def read_arm(backend: Backend, trials: int, source_url: str) -> dict:
 
 
 def fill(backend: Backend, name: str, trials: int, source_url: str, out) -> None:
-    """SQL storages get the trials in batches (``tuners.store.bulk_write``); journals a copy of the SQLite source
+    """SQL storages get the trials in batches (``TrialStore.insert``); journals a copy of the SQLite source
     study through Optuna's ``copy_study`` (``add_trials``: one log entry per trial); the proxy's study is
     written on PostgreSQL directly and read through the proxy."""
     import optuna

@@ -1,7 +1,7 @@
 """The dashboard's data: studies in storage and their trials as pandas frames, read through ``tuners``.
 
 Nothing here writes to storage. A ``TrialCache`` keeps one study's trials and refreshes them
-incrementally through ``tuners.store.record_read.RecordReader``: the first load reads every trial's record in
+incrementally through ``tuners.store.trial_store.TrialStore``: the first load reads every trial's record in
 a few aggregated queries, and a refresh reads only trials that are new or were running (finished trials
 never change), which keeps a live dashboard cheap on a study of 100,000 trials. Each record's knobs
 (``knobs_of``) are worked out once and kept across refreshes.
@@ -37,7 +37,7 @@ from tuners.store import keys
 from tuners.store.connection import open_storage
 from tuners.store.outcomes import Outcome
 from tuners.store.record import TrialRecord, record_of
-from tuners.store.record_read import RecordReader, collector_paused
+from tuners.store.trial_store import TrialStore, collector_paused
 
 from .live import LiveSets, LiveView
 
@@ -276,7 +276,7 @@ class StudyData:
         columns.update({c: [r.costs.get(c, nan) for r in records] for c in costs})
         # inferred together, as one frame: pandas infers a frame of text columns differently from each column
         knobs = pd.DataFrame(self._knob_columns(records, text_knobs), columns=self.knobs, dtype=object)
-        columns.update(knobs.infer_objects().items())
+        columns.update((str(name), column) for name, column in knobs.infer_objects().items())
         columns.update(
             {
                 "seeds": [None] * len(records),
@@ -369,18 +369,19 @@ class StudyData:
             values.append(tuple(knobs.values()))
         columns = {k: np.full(len(records), None, dtype=object) for k in self.knobs}
         for kind, (at, values) in kinds.items():
-            for knob, column in zip(kind, zip(*values)):
+            for knob, knob_cells in zip(kind, zip(*values)):
                 if knob in columns:
-                    columns[knob][at] = np.fromiter(column, dtype=object, count=len(at))
+                    columns[knob][at] = np.fromiter(knob_cells, dtype=object, count=len(at))
         out = {}
-        for knob, column in columns.items():
-            types = set(map(type, column))
+        for knob, array in columns.items():
+            cells: list[Any] = list(array)
+            types = set(map(type, cells))
             if types & {list, tuple, dict}:
-                column = [_cell(v) for v in column]
-                types = set(map(type, column))
+                cells = [_cell(v) for v in cells]
+                types = set(map(type, cells))
             if knob in as_text or type(None) in types or len(types) > 1:
-                column = ["—" if v is None else str(v) for v in column]
-            out[knob] = list(column)
+                cells = ["—" if v is None else str(v) for v in cells]
+            out[knob] = cells
         return out
 
     @cached_property
@@ -422,7 +423,7 @@ class TrialCache:
         self._lock = threading.Lock()
         self._storage: Any = None
         self._study_id: int | None = None
-        self._reader: RecordReader | None = None
+        self._store: TrialStore | None = None
         self._records: dict[int, TrialRecord] = {}
         self._knob_rows: dict[int, dict[str, Any]] = {}  # knobs_of each record, kept until it changes
         self._data: StudyData | None = None
@@ -445,10 +446,11 @@ class TrialCache:
             if study_id != self._study_id:  # first load, or the study was deleted and created again
                 self._study_id, self._records, self._data, self._parents = study_id, {}, None, {}
                 self._knob_rows = {}
-                self._reader = RecordReader(storage, study_id)
+                self._store = TrialStore(storage, study_id)
                 self._live = LiveSets()
                 self._kind_of, self._kind_trials = {}, {}
-            trials = self._reader.read()  # bulk SQL: every trial, then the new and changed ones
+            assert self._store is not None  # set with the study id above
+            trials = self._store.records_since()  # bulk SQL: every trial, then the new and changed ones
             attrs = storage.get_study_user_attrs(study_id)  # `lwnas confirm` changes these, not the trials
             with collector_paused():
                 for record, parent in trials:
@@ -486,8 +488,9 @@ class TrialCache:
         previous = self._data
         if previous is not None and "frame" not in previous.__dict__ and previous.changed is not None:
             # the page never built that load's table: splice into the one before it, with both loads' changes
-            previous, changed = previous.previous, previous.changed | changed
-            self._data.previous = None  # no chain of old loads kept alive
+            older, changed = previous.previous, previous.changed | changed
+            previous.previous = None  # no chain of old loads kept alive
+            previous = older
         return StudyData(
             self.name,
             objectives,
@@ -509,7 +512,5 @@ def export_records(url: str, name: str, numbers: list[int]) -> tuple[optuna.Stud
     """The study and fresh records of trials ``numbers`` (read now, as ``lwnas export`` would)."""
     storage = connect(url)
     ot_study = optuna.load_study(study_name=name, storage=storage)
-    study_id = storage.get_study_id_from_name(name)
-    return ot_study, [
-        record_of(storage.get_trial(storage.get_trial_id_from_study_id_trial_number(study_id, n))) for n in numbers
-    ]
+    store = TrialStore.of(storage, name)
+    return ot_study, [store.record(n) for n in numbers]

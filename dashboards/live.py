@@ -5,7 +5,7 @@ A refresh changes few trials, and a changed trial only touches its own seed grou
 rebuilds the groups of the parents it touches and nothing else. Fronts follow from a fact of dominance:
 while candidates are only added, the front of all of them is the front of (the previous front + the added
 ones), because whatever an old candidate dominates, some member of the old front dominates too
-(``FrontMemo``). A candidate that stops being one (never seen from ``RecordReader``: finished trials do not
+(``FrontMemo``). A candidate that stops being one (never seen from ``TrialStore.records_since``: finished trials do not
 change, but a study deleted and recreated restarts the cache) starts the fronts afresh.
 ``tests/test_dashboard_refresh.py`` checks every one of these equals a from-scratch build after refreshes.
 """

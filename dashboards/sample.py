@@ -3,7 +3,7 @@
 The trials carry exactly the record a real sweep writes (``tuners.store.keys``, Optuna constraints,
 the outcome mapping of ``tuners.driver.searcher``), but nothing is trained: configurations are drawn from a
 space derived from the knob table (``sample_space``) and resolved by ``ArchConfig``, the metrics
-come from a made-up formula, and the trials are written in batches (``tuners.store.bulk_write``), so 5,000
+come from a made-up formula, and the trials are written in batches (``TrialStore.insert``), so 5,000
 trials take seconds and 100,000 a few minutes (docs/performance.md).
 
     python -m dashboards.sample sqlite:///demo.db --trials 300
@@ -31,10 +31,10 @@ from searchspace.study import Objective
 from searchspace.training import TrainSettings
 from tuners.fronts.objectives import encoded_objectives, worst_value
 from tuners.store import keys
-from tuners.store.bulk_write import insert_trials
 from tuners.store.connection import open_storage
 from tuners.store.outcomes import Outcome
 from tuners.store.record import TrialRecord, planned_attrs, trial_seed, trial_training
+from tuners.store.trial_store import TrialStore
 
 MAX_PARAMS = 80_000  # the constraint: larger points are infeasible and never trained
 EPOCHS = 10
@@ -248,10 +248,8 @@ def seed_study(
     ot_study.set_user_attr(keys.STUDY_VERSION, "sample")
     rng = np.random.default_rng(seed)
     start = dt.datetime(2026, 1, 1, 9, 0, 0)
-    # batched INSERTs (tuners.store.bulk_write): Study.add_trials commits each trial alone, 19 ms a trial on SQLite
-    insert_trials(
-        storage,
-        storage.get_study_id_from_name(name),
+    # batched INSERTs (TrialStore.insert): Study.add_trials commits each trial alone, 19 ms a trial on SQLite
+    TrialStore.of(storage, name).insert(
         [make_trial(i, objectives, rng, start + dt.timedelta(seconds=3 * i), outcome) for i in range(trials)],
     )
     return ot_study

@@ -1,4 +1,4 @@
-"""Bulk trial reads and writes (tuners/store/bulk_read.py, tuners/store/bulk_write.py) equal Optuna's own, on SQLite
+"""Bulk trial reads and writes of the trial store (tuners/store/trial_store.py) equal Optuna's own, on SQLite
 and PostgreSQL: every state, values (infinite too), params, user and system attributes (constraints),
 intermediate values and datetimes; and an incremental read returns exactly the trials that changed."""
 
@@ -15,10 +15,9 @@ import pytest
 from sweep_procs import PG_URL, postgres_or_skip
 
 from dashboards.sample import make_trial, seed_study
-from tuners.store.bulk_read import TrialReader
-from tuners.store.bulk_write import insert_trials
 from tuners.store.connection import open_storage
 from tuners.store.record import record_of
+from tuners.store.trial_store import TrialStore
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -77,31 +76,31 @@ def every_kind_of_trial(url: str, name: str) -> tuple[optuna.storages.RDBStorage
 
 def test_bulk_read_equals_optunas_view(url, name):
     storage, sid, _ = every_kind_of_trial(url, name)
-    reader = TrialReader(storage, sid)
+    reader = TrialStore(storage, sid)
     assert reader.bulk
-    ours, optunas = reader.read(), storage.get_all_trials(sid, deepcopy=False)
+    ours, optunas = reader.frozen_since(), storage.get_all_trials(sid, deepcopy=False)
     assert {t.state.name for t in ours} == {"COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING"}
     assert ours == optunas  # FrozenTrial equality: every field, trial ids and datetimes included
     assert [record_of(t).constraints for t in ours] == [record_of(t).constraints for t in optunas]
     assert any(math.isinf(v) for t in ours for v in t.values or ())
     assert any(not record_of(t).feasible for t in ours)
-    assert reader.read() == []  # nothing changed
+    assert reader.frozen_since() == []  # nothing changed
 
 
 def test_incremental_read_returns_what_changed(url, name):
     storage, sid, study = every_kind_of_trial(url, name)
-    reader = TrialReader(storage, sid)
-    known = {t.number: t for t in reader.read()}
+    reader = TrialStore(storage, sid)
+    known = {t.number: t for t in reader.frozen_since()}
     running = next(t for t in known.values() if t.state.name == "RUNNING")
     study.tell(running.number, [0.9, 1000.0])  # finishes an open trial
     new = study.ask()  # takes the waiting trial (enqueued): it changes from WAITING to RUNNING
     new.set_user_attr("host", "here")
     fresh = study.ask()  # a new trial
-    changed = reader.read()
+    changed = reader.frozen_since()
     assert sorted(t.number for t in changed) == sorted({running.number, new.number, fresh.number})
     known.update({t.number: t for t in changed})
     assert [known[n] for n in sorted(known)] == storage.get_all_trials(sid, deepcopy=False)
-    assert reader.read() == []
+    assert reader.frozen_since() == []
 
 
 def test_bulk_write_equals_add_trials(url, name):
@@ -113,7 +112,7 @@ def test_bulk_write_equals_add_trials(url, name):
     ours = optuna.create_study(study_name=name, storage=storage, directions=["maximize", "minimize"])
     theirs = optuna.create_study(study_name=name + "-add", storage=storage, directions=["maximize", "minimize"])
     try:
-        insert_trials(storage, storage.get_study_id_from_name(name), rng_trials)
+        TrialStore.of(storage, name).insert(rng_trials)
         theirs.add_trials(rng_trials)
 
         def fields(trials):
@@ -138,11 +137,11 @@ def test_unknown_schema_or_storage_falls_back_to_optuna(url, name):
         if isinstance(storage, optuna.storages.InMemoryStorage):
             sid = storage.create_new_study([optuna.study.StudyDirection.MINIMIZE], "mem")
             storage.create_new_trial(sid)
-        reader = TrialReader(storage, sid)
+        reader = TrialStore(storage, sid)
         assert not reader.bulk
-        first = reader.read()
+        first = reader.frozen_since()
         assert first == storage.get_all_trials(sid, deepcopy=False)
-        assert reader.read() == []
+        assert reader.frozen_since() == []
         running = next(t for t in first if t.state.name == "RUNNING")
         storage.set_trial_user_attr(storage.get_trial_id_from_study_id_trial_number(sid, running.number), "host", "h")
-        assert [t.number for t in reader.read()] == [running.number]
+        assert [t.number for t in reader.frozen_since()] == [running.number]

@@ -23,9 +23,9 @@ from sweep_procs import PG_URL, lwnas, postgres_or_skip, proc_env
 from dashboards.data import TrialCache
 from dashboards.sample import seed_study
 from tuners.store import keys
-from tuners.store.bulk_read import TrialReader
 from tuners.store.connection import open_storage
 from tuners.store.record import record_of
+from tuners.store.trial_store import TrialStore
 
 EPOCHS = 3
 WRITER = """
@@ -141,4 +141,4 @@ def test_a_write_lands_while_a_sqlite_reader_holds_its_transaction(tmp_path):
     reader.execute("COMMIT")
     assert reader.execute("SELECT count(*) FROM trials").fetchone() == (6,)
     storage = open_storage(url)
-    assert len(TrialReader(storage, storage.get_study_id_from_name("held")).read()) == 6
+    assert len(TrialStore.of(storage, "held").frozen_since()) == 6

@@ -1,6 +1,7 @@
-"""Records read straight from SQL (tuners/store/record_read.py) equal ``record_of`` over Optuna's own view, on SQLite
-and PostgreSQL: every trial state, epoch records, NaN and infinite values, seeds and seed repeats, constraints in
-both of Optuna's layouts, floats that need all 17 digits; and an incremental read returns exactly what changed."""
+"""Records the trial store reads straight from SQL (tuners/store/sql_reads.py) equal ``record_of`` over Optuna's
+own view, on SQLite and PostgreSQL: every trial state, epoch records (read when first needed), NaN and infinite
+values, seeds and seed repeats, constraints in both of Optuna's layouts, floats that need all 17 digits; and an
+incremental read returns exactly what changed."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from test_bulk_read import away_from_utc, every_kind_of_trial, name, url  # noqa
 
 from tuners.fronts.seeds import parent_of
 from tuners.store import keys
-from tuners.store.record import StoredEpochs, record_of
-from tuners.store.record_read import RecordReader, constraints_of
+from tuners.store.record import StoredEpochs, constraints_of, record_of
+from tuners.store.trial_store import TrialStore
 
 
 def richest_study(url: str, name: str):
@@ -39,9 +40,9 @@ def richest_study(url: str, name: str):
 
 def test_records_equal_record_of_optunas_view(url, name):
     storage, sid, _ = richest_study(url, name)
-    reader = RecordReader(storage, sid)
-    assert reader.bulk
-    ours, optunas = reader.read(), storage.get_all_trials(sid, deepcopy=False)
+    reader = TrialStore(storage, sid)
+    assert reader.bulk_records
+    ours, optunas = reader.records_since(), storage.get_all_trials(sid, deepcopy=False)
     assert [r.record for r in ours] == [record_of(t) for t in optunas]  # every field, datetimes included
     assert [r.parent for r in ours] == [parent_of(t) for t in optunas]
     records = [r.record for r in ours]
@@ -54,27 +55,28 @@ def test_records_equal_record_of_optunas_view(url, name):
     assert len({t.distributions["lr"] for t in optunas if "lr" in t.distributions}) > 1
     assert len({t.distributions["d_model"] for t in optunas if "d_model" in t.distributions}) == 1
     assert any(r.config == {"family": "encoder", "d_model": 16} and r.costs["latency"] == 0.1 + 0.2 for r in records)
-    lazy = [r for r in records if isinstance(r.epochs, StoredEpochs)]  # per-epoch keys: decoded at first use
+    lazy = [r for r in records if isinstance(r.epochs, StoredEpochs)]  # per-epoch keys: read at first use
     assert lazy and [len(r.epochs) for r in lazy] == [
         len(record_of(t).epochs) for t in optunas if t.number in {r.number for r in lazy}
     ]
-    assert reader.read() == []  # nothing changed
+    assert reader.records_since() == []  # nothing changed
+    assert reader.records() == records  # a fresh read of every trial
 
 
 def test_incremental_read_returns_what_changed(url, name):
     storage, sid, study = richest_study(url, name)
-    reader = RecordReader(storage, sid)
-    known = {r.record.number: r.record for r in reader.read()}
+    reader = TrialStore(storage, sid)
+    known = {r.record.number: r.record for r in reader.records_since()}
     running = next(r for r in known.values() if r.state == "RUNNING")
     study.tell(running.number, [0.9, 1000.0])
     new = study.ask()  # takes the waiting trial
     new.set_user_attr(keys.epoch_key(1), {"epoch": 1, "val_accuracy": 0.5})
     fresh = study.ask()
-    changed = reader.read()
+    changed = reader.records_since()
     assert sorted(r.record.number for r in changed) == sorted({running.number, new.number, fresh.number})
     known.update({r.record.number: r.record for r in changed})
     assert [known[n] for n in sorted(known)] == [record_of(t) for t in storage.get_all_trials(sid, deepcopy=False)]
-    assert reader.read() == []
+    assert reader.records_since() == []
 
 
 def test_other_storages_read_through_optuna(url, name):
@@ -82,10 +84,10 @@ def test_other_storages_read_through_optuna(url, name):
     storage = optuna.storages.InMemoryStorage()
     sid = storage.create_new_study([optuna.study.StudyDirection.MINIMIZE], "mem")
     storage.create_new_trial(sid)
-    reader = RecordReader(storage, sid)
-    assert not reader.bulk
-    assert [r.record for r in reader.read()] == [record_of(t) for t in storage.get_all_trials(sid)]
-    assert reader.read() == []
+    reader = TrialStore(storage, sid)
+    assert not reader.bulk_records
+    assert [r.record for r in reader.records_since()] == [record_of(t) for t in storage.get_all_trials(sid)]
+    assert reader.records_since() == []
 
 
 def test_constraints_of_reads_both_layouts_as_optuna():
@@ -107,7 +109,7 @@ def test_overlapping_pauses_of_the_collector_end_with_it_running():
     # then runs again, whatever order they leave in
     import gc
 
-    from tuners.store.record_read import collector_paused
+    from tuners.store.trial_store import collector_paused
 
     assert gc.isenabled()
     first, second = collector_paused(), collector_paused()

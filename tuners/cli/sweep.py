@@ -332,10 +332,12 @@ def export(
     if checkpoint is not None:
         _export_checkpoint(checkpoint, fmt, output, force)
         return
-    assert name is not None  # exactly one of the two, checked above
-    ot_study = _load_ot_study(name, storage)
+    from tuners.store.trial_store import TrialStore
+
+    assert name is not None  # NAME or --checkpoint, checked above
+    ot_study, backend = _open_ot_study(name, storage)
     try:
-        paths = export_trials(ot_study, trials, output, infeasible, fmt)
+        paths = export_trials(ot_study, TrialStore.of(backend, name), trials, output, infeasible, fmt)
     except ExportError as exc:
         _fail(str(exc))
     if not paths:

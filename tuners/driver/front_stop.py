@@ -23,7 +23,8 @@ from ray.tune.search import Searcher
 from searchspace.study import Objective, StopWhen
 from tuners.fronts.objectives import front_hypervolume, front_reference_point, study_objectives
 from tuners.store.outcomes import TERMINAL_OUTCOMES
-from tuners.store.record import TrialRecord, record_of
+from tuners.store.record import TrialRecord
+from tuners.store.trial_store import TrialStore
 
 
 def counted_in_order(records: Sequence[TrialRecord]) -> list[TrialRecord]:
@@ -51,9 +52,9 @@ def front_stalled(
     )
 
 
-def stalled_in_storage(ot_study: optuna.Study, rule: StopWhen, since: int) -> str | None:
-    """``front_stalled`` over the trials stored for ``ot_study``."""
-    records = [record_of(t) for t in ot_study.get_trials(deepcopy=False)]
+def stalled_in_storage(ot_study: optuna.Study, store: TrialStore, rule: StopWhen, since: int) -> str | None:
+    """``front_stalled`` over the trials stored for ``ot_study`` (read now from its ``store``)."""
+    records = store.records()
     return front_stalled(records, study_objectives(ot_study), rule, since)
 
 
@@ -63,17 +64,19 @@ class StopWhenFrontStalls(Searcher):
     Args:
         searcher: the study's searcher (it records the trials; this one only reads them back).
         ot_study: the Optuna study the sweep records into.
+        store: its trial store (the trials are read back through it).
         rule: the study's ``budget.stop_when``.
         since: trials counted when the budget was last raised.
     """
 
-    def __init__(self, searcher: Searcher, ot_study: optuna.Study, rule: StopWhen, since: int = 0):
+    def __init__(self, searcher: Searcher, ot_study: optuna.Study, store: TrialStore, rule: StopWhen, since: int = 0):
         super().__init__(metric=None, mode=None)
-        self.searcher, self.ot_study, self.rule, self.since = searcher, ot_study, rule, since
+        self.searcher, self.ot_study, self.store, self.rule, self.since = searcher, ot_study, store, rule, since
         self.reason: str | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "ot_study"}  # database connections stay out
+        # database connections stay out
+        return {k: v for k, v in self.__dict__.items() if k not in ("ot_study", "store")}
 
     def set_search_properties(self, metric: Any, mode: Any, config: dict, **spec: Any) -> bool:
         return self.searcher.set_search_properties(metric, mode, config, **spec)
@@ -90,7 +93,7 @@ class StopWhenFrontStalls(Searcher):
     def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
         self.searcher.on_trial_complete(trial_id, result=result, error=error)
         if self.reason is None:
-            self.reason = stalled_in_storage(self.ot_study, self.rule, self.since)
+            self.reason = stalled_in_storage(self.ot_study, self.store, self.rule, self.since)
 
     # Ray saves a wrapper's state apart from the searcher it wraps (as it does ConcurrencyLimiter's)
     def get_state(self) -> dict[str, Any]:

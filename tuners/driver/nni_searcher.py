@@ -83,7 +83,7 @@ class NNISearcher(StudySearcher):
         if trial_id not in self._pending or trial_id not in self.numbers:
             return
         pid, proposal = self._pending.pop(trial_id)
-        frozen = self._frozen(trial_id)
+        frozen = self.store.trial(self.numbers[trial_id])
         if frozen.state != optuna.trial.TrialState.COMPLETE:
             self.nni.trial_end(pid, success=False)
             return

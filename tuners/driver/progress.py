@@ -26,7 +26,7 @@ from tuners.driver.mo_asha import describe_stop
 from tuners.driver.trainable import NUMBER
 from tuners.fronts.objectives import study_objectives
 from tuners.fronts.seeds import groups_of, pareto_front_groups, seed_groups
-from tuners.store.record_read import ReadTrial
+from tuners.store.trial_store import ReadTrial
 from tuners.store.urls import storage_arg
 
 RAY_LOGGERS = ("ray.tune", "ray.air", "ray.train")

@@ -42,7 +42,8 @@ from tuners.fronts.objectives import worst_values
 from tuners.planning.costs import StaticCosts, Verdict
 from tuners.store import keys
 from tuners.store.outcomes import Outcome
-from tuners.store.record import TrialRecord, planned_attrs, record_of, trial_seed, trial_training
+from tuners.store.record import TrialRecord, trial_seed, trial_training
+from tuners.store.trial_store import TrialStore
 
 # infeasible points in a row before the sweep gives up on the constraints (each costs ~0.1 s to check;
 # constraints that no point meets at all are refused before the sweep starts, as `lwnas space validate` does)
@@ -60,8 +61,8 @@ class StudySearcher(Searcher):
         study: the parsed study file.
         ot_study: the Optuna study the sweep records into (its sampler proposes).
         static: the driver's static cost model and constraint check.
-        storage: the Optuna storage lwnas opened for ``ot_study`` (user attributes are written through
-            its public methods, by trial number).
+        storage: the Optuna storage lwnas opened for ``ot_study`` (the trials are written through its
+            ``TrialStore``, by trial number).
     """
 
     def __init__(self, study: Study, ot_study: optuna.Study, static: StaticCosts, storage: Any):
@@ -69,10 +70,9 @@ class StudySearcher(Searcher):
         self.study, self.static, self.ot_study, self.storage = study, static, ot_study, storage
         self.objectives = study.objectives
         self.suggest_params = optuna_suggest(study.space)
-        self.study_id = storage.get_study_id_from_name(ot_study.study_name)
+        self.store = TrialStore.of(storage, ot_study.study_name)
         self.numbers: dict[str, int] = {}  # Ray trial id -> Optuna trial number
         self.completed: set[str] = set()
-        self._ids: dict[int, int] = {}  # Optuna trial number -> the storage's trial id
         # per running trial only (dropped once it is told), so the driver's memory stays flat over long sweeps
         self._last: dict[str, dict[str, Any]] = {}
         self._epochs: dict[str, list[dict[str, Any]]] = {}
@@ -87,7 +87,7 @@ class StudySearcher(Searcher):
     def __getstate__(self) -> dict[str, Any]:
         # Ray pickles the search algorithm with the Tuner; the Optuna study, its storage (database
         # connections) and the cost model are rebuilt from the study file, so they stay out.
-        unpicklable = ("ot_study", "storage", "static", "suggest_params")
+        unpicklable = ("ot_study", "storage", "store", "static", "suggest_params")
         return {k: v for k, v in self.__dict__.items() if k not in unpicklable}
 
     def save(self, checkpoint_path: str) -> None:
@@ -110,17 +110,8 @@ class StudySearcher(Searcher):
         self._epochs = state["epochs"]
 
     # ---- the trial record, by number --------------------------------------------------------------
-    def _trial_id(self, number: int) -> int:
-        """The storage's id of trial ``number`` (looked up once: it never changes)."""
-        if number not in self._ids:
-            self._ids[number] = self.storage.get_trial_id_from_study_id_trial_number(self.study_id, number)
-        return self._ids[number]
-
     def _set_attr(self, trial_id: str, key: str, value: Any) -> None:
-        self.storage.set_trial_user_attr(self._trial_id(self.numbers[trial_id]), key, keys.plain(value))
-
-    def _frozen(self, trial_id: str) -> optuna.trial.FrozenTrial:
-        return self.storage.get_trial(self._trial_id(self.numbers[trial_id]))
+        self.store.set_attr(self.numbers[trial_id], key, value)
 
     # ---- suggesting ---------------------------------------------------------------------------
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
@@ -131,7 +122,7 @@ class StudySearcher(Searcher):
             active = self.suggest_params(ot_trial)
             params = {**ot_trial.params, **active}  # every value suggested, as Ray's define-by-run adapter gave
             record, verdict = self._plan(ot_trial.number, params)
-            self._write_plan(ot_trial, record)
+            self.store.plan(ot_trial, record)  # one attribute: each is a transaction of its own
             for constraint in self.study.constraints:
                 violation = constraint.violation(float(verdict.costs[constraint.metric]))
                 ot_trial.set_constraint(constraint.metric, violation)
@@ -165,11 +156,6 @@ class StudySearcher(Searcher):
             costs=verdict.costs,
         )
         return TrialRecord.from_worker(keys.plain(record.for_worker())), verdict  # as storage will hold it
-
-    def _write_plan(self, ot_trial: optuna.Trial, record: TrialRecord) -> None:
-        """Store the planned record (one attribute: each is a transaction of its own)."""
-        for key, value in planned_attrs(record).items():
-            ot_trial.set_user_attr(key, value)
 
     def _propose(self, trial_id: str) -> bool:
         """Hook before each ask (another proposer enqueues its point here); False: nothing to propose."""
@@ -208,7 +194,7 @@ class StudySearcher(Searcher):
                 or k in ("train_loss", "epoch_time", "wall_time", "samples_per_s", "lr")
             }
         )
-        self._set_attr(trial_id, keys.epoch_key(result["epoch"]), epochs[-1])  # one key per epoch: linear writes
+        self.store.append_epoch(self.numbers[trial_id], epochs[-1])  # one key per epoch: linear writes
 
     def record_retry(self, trial_id: str, lost: dict[str, Any]) -> None:
         """Append to the trial's record an attempt whose worker or node died and that Ray runs again.
@@ -240,7 +226,7 @@ class StudySearcher(Searcher):
         self.completed.add(trial_id)
         for running in (self._last, self._epochs, self._costs, self._retries):
             running.pop(trial_id, None)
-        self._ids.pop(self.numbers[trial_id], None)
+        self.store.forget(self.numbers[trial_id])
 
     def _outcome(self, trial_id: str, last: dict, epochs: list, error: bool) -> tuple[TrialState, list | None]:
         """The explicit result -> trial-state mapping."""
@@ -255,7 +241,7 @@ class StudySearcher(Searcher):
                 self._set_attr(trial_id, keys.PRUNED_BY, self.prune_reasons[trial_id])
             return TrialState.PRUNED, None
         # a searcher restored from a checkpoint planned none of its running trials: storage has their costs
-        costs = self._costs.get(trial_id) or record_of(self._frozen(trial_id)).costs
+        costs = self._costs.get(trial_id) or self.store.record(self.numbers[trial_id]).costs
         values = [costs[o.metric] if o.is_cost else epochs[-1][f"val_{o.metric}"] for o in self.objectives]
         if any(isinstance(v, float) and math.isnan(v) for v in values):
             self._set_attr(trial_id, keys.OUTCOME, Outcome.FAILED.value)

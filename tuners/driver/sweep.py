@@ -30,7 +30,8 @@ from tuners.fronts.objectives import encoded_objectives
 from tuners.planning.check import Prepared, prepare
 from tuners.store import keys
 from tuners.store.connection import StorageError, open_storage
-from tuners.store.outcomes import TERMINAL_OUTCOMES, Outcome
+from tuners.store.outcomes import TERMINAL_OUTCOMES
+from tuners.store.trial_store import TrialStore
 from tuners.store.urls import first_line, masked, scrub, sqlite_path, storage_arg
 
 if TYPE_CHECKING:
@@ -102,15 +103,12 @@ def requeue_interrupted(ot_study: optuna.Study, storage: Any) -> list[int]:
     A driver killed between Optuna's ask and its last suggestion leaves a trial with part of its params:
     the re-queued trial keeps those and the sampler draws the rest.
 
-    ``storage`` is the Optuna storage lwnas opened for ``ot_study``; the attributes go through its public methods.
+    ``storage`` is the Optuna storage lwnas opened for ``ot_study``; the trials are written through its store.
     """
     requeued = []
-    study_id = storage.get_study_id_from_name(ot_study.study_name)
+    store = TrialStore.of(storage, ot_study.study_name)
     for trial in ot_study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-        trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, trial.number)
-        storage.set_trial_user_attr(trial_id, keys.OUTCOME, Outcome.INTERRUPTED.value)
-        storage.set_trial_user_attr(trial_id, keys.FAILURE, "the sweep's driver stopped while it ran; re-queued")
-        storage.set_trial_state_values(trial_id, optuna.trial.TrialState.FAIL)
+        store.interrupt(trial.number, "the sweep's driver stopped while it ran; re-queued")
         attrs = {keys.REQUEUED_FROM: trial.number}
         for key in (keys.SEED_CONFIG, keys.SEED_OF):  # what the trial evaluates: a seed config, a seed repeat
             if key in trial.user_attrs:
@@ -232,7 +230,8 @@ def _drive(
         )
         return ot_study
     rule, since = study.budget.stop_when, counted_at_last_raise(ot_study)
-    stalled = stalled_in_storage(ot_study, rule, since) if rule is not None else None
+    store = TrialStore.of(storage, ot_study.study_name)
+    stalled = stalled_in_storage(ot_study, store, rule, since) if rule is not None else None
     if stalled:  # a resumed sweep whose front had already stopped moving stays ended
         record_end(ot_study, Ended.FRONT_STALLED, stalled, counted_trials(ot_study))
         out.print(
@@ -257,7 +256,7 @@ def _drive(
 
         searcher = SeedRepeats(searcher, ot_study, study.budget.front_seeds)
     if rule is not None:
-        searcher = StopWhenFrontStalls(searcher, ot_study, rule, since)
+        searcher = StopWhenFrontStalls(searcher, ot_study, store, rule, since)
     scheduler = MOASHA.for_study(study) if study.tuner.scheduler == "mo-asha" else None
     prune_reasons = scheduler.reasons if scheduler is not None else {}
     recorder.prune_reasons = prune_reasons  # the trial's record says which rung stopped it and what dominated it

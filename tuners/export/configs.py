@@ -19,27 +19,29 @@ from searchspace.errors import LwnasError
 from searchspace.files import dump_config
 from searchspace.study import Study, StudyError, path_component, study_from_dict
 from tuners.fronts.objectives import study_objectives
-from tuners.fronts.seeds import front_entry, pareto_front_groups, seed_groups
+from tuners.fronts.seeds import front_entry, groups_of, pareto_front_groups, seed_groups
 from tuners.planning.check import task_family
 from tuners.store import keys
 from tuners.store.outcomes import Outcome
-from tuners.store.record import TrialRecord, record_of, trial_seed, trial_training
+from tuners.store.record import TrialRecord, trial_seed, trial_training
+from tuners.store.trial_store import TrialStore
 
 
 class ExportError(LwnasError, ValueError):
     pass
 
 
-def select_trials(ot_study: optuna.Study, which: str, infeasible: bool = False) -> list[TrialRecord]:
+def select_trials(ot_study: optuna.Study, store: TrialStore, which: str, infeasible: bool = False) -> list[TrialRecord]:
     """``pareto`` (the front) or a comma-separated list of trial numbers.
 
     The front never holds an infeasible trial; a trial number naming one is refused unless
     ``infeasible`` asks for it (its -inf value was never measured, and its point breaks a constraint).
     """
-    trials = ot_study.get_trials(deepcopy=False)
-    records = {t.number: record_of(t) for t in trials}
+    trials = store.records_since()  # ``ot_study``'s trials, read now
+    records = {t.record.number: t.record for t in trials}
     if which.strip() == "pareto":  # the front of the seed means; each point exported as its first trial
-        return [records[g.number] for g in pareto_front_groups(seed_groups(trials), study_objectives(ot_study))]
+        groups = groups_of(list(records.values()), {t.record.number: t.parent for t in trials})
+        return [records[g.number] for g in pareto_front_groups(groups, study_objectives(ot_study))]
     try:
         numbers = [int(n) for n in which.split(",") if n.strip()]
     except ValueError:
@@ -153,14 +155,15 @@ def write_trial_model(ot_study: optuna.Study, record: TrialRecord, fmt: str, pat
 
 
 def export_trials(
-    ot_study: optuna.Study, which: str, out_dir: Path, infeasible: bool = False, fmt: str = "yaml"
+    ot_study: optuna.Study, store: TrialStore, which: str, out_dir: Path, infeasible: bool = False, fmt: str = "yaml"
 ) -> list[Path]:
-    """Write the chosen trials' files (YAML, or a model file for ``torch``/``onnx``) into ``out_dir``."""
+    """Write the chosen trials' files (YAML, or a model file for ``torch``/``onnx``) into ``out_dir``; ``store`` is
+    ``ot_study``'s trial store."""
     from tuners.export.deploy import FORMATS, SUFFIX
 
     if fmt not in FORMATS:
         raise ExportError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    records = select_trials(ot_study, which, infeasible)
+    records = select_trials(ot_study, store, which, infeasible)
     if out_dir.exists() and not out_dir.is_dir():
         raise ExportError(f"-o {out_dir} is a file, not a folder: give a folder for the exported files")
     paths = []

@@ -24,8 +24,7 @@ import optuna
 
 from searchspace.study import Objective
 from tuners.fronts.objectives import front_candidates, improved, pareto_front, study_objectives
-from tuners.store import keys
-from tuners.store.record import TrialRecord, record_of
+from tuners.store.record import TrialRecord, parent_of_attrs, record_of
 
 
 @dataclass
@@ -48,7 +47,7 @@ class SeedGroup:
 
 
 def parent_of(trial: optuna.trial.FrozenTrial) -> int:
-    return int(trial.user_attrs.get(keys.SEED_OF, trial.number))
+    return parent_of_attrs(trial.user_attrs, trial.number)
 
 
 def seed_groups(trials: Sequence[optuna.trial.FrozenTrial]) -> list[SeedGroup]:

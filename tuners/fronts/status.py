@@ -12,13 +12,13 @@ from tuners.fronts.seeds import front_entry, groups_of, parent_of, pareto_front_
 from tuners.store import keys
 from tuners.store.budget import ended
 from tuners.store.record import record_of
-from tuners.store.record_read import ReadTrial, RecordReader, collector_paused
+from tuners.store.trial_store import ReadTrial, TrialStore, collector_paused
 
 
 def read_trials(ot_study: optuna.Study, storage: Any) -> list[ReadTrial]:
     """Every trial of ``ot_study`` in ``storage`` (the Optuna storage it was loaded from) as (record, parent),
     read in bulk: no FrozenTrial is built."""
-    return RecordReader(storage, storage.get_study_id_from_name(ot_study.study_name)).read()
+    return TrialStore.of(storage, ot_study.study_name).records_since()
 
 
 def study_status(ot_study: optuna.Study, trials: list[ReadTrial] | None = None) -> dict[str, Any]:

@@ -4,7 +4,7 @@ The driver resolves and costs a point once (``tuners/driver/searcher.py``) and t
 only thing that crosses to the worker: the exact configuration (already adapted to the task), the
 complete training settings (seed and threads included), the task and its options, and the static
 costs. The worker (``tuners/driver/trainable.py``) trains exactly that; ``lwnas status``, ``lwnas export``
-and the dashboard read the same type back from storage (``tuners.store.record.record_of``).
+and the dashboard read the same type back from storage (``tuners.store.trial_store.TrialStore``).
 
 Plain data only: this module imports neither torch nor Ray, so the dashboard and the CLI read it cheaply.
 """
@@ -12,9 +12,9 @@ Plain data only: this module imports neither torch nor Ray, so the dashboard and
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from tuners.store.keys import (
     CONFIG,
@@ -26,6 +26,7 @@ from tuners.store.keys import (
     PLAN,
     SEED,
     SEED_CONFIG,
+    SEED_OF,
     TASK,
     TASK_OPTIONS,
     TRAINING,
@@ -37,23 +38,28 @@ from tuners.store.outcomes import Outcome
 
 
 class StoredEpochs(Sequence):
-    """A trial's per-epoch records as storage holds them, decoded the first time one is read.
+    """A trial's per-epoch records as storage holds them, read and decoded the first time one is needed.
 
-    ``tuners.store.record_read`` puts one in ``TrialRecord.epochs``: the dashboard's table of 100,000 trials
-    needs only how many epochs each trained (``len`` does not decode), and epoch records are most of a
-    study's bytes. It equals the list ``storage.epochs_of`` gives (and compares equal to it).
+    ``tuners.store.sql_reads.read_records`` puts one in ``TrialRecord.epochs``: the dashboard's table of 100,000
+    trials needs only how many epochs each trained (``len`` reads nothing), and epoch records are most of a
+    study's bytes. ``text`` is the ``"epoch:NNNN": {...}`` members of the trial's attributes, comma-joined, or
+    None while still in storage (``later.text_of(trial_id)`` reads it). It equals the list ``keys.epochs_of``
+    gives (and compares equal to it).
     """
 
-    __slots__ = ("_text", "_count", "_items")
+    __slots__ = ("_count", "_text", "_later", "_trial_id", "_items")
 
-    def __init__(self, text: str, count: int):
-        self._text, self._count = text, count  # the "epoch:NNNN": {...} members of a JSON object, comma-joined
+    def __init__(self, count: int, text: str | None, later: Any = None, trial_id: int = -1):
+        self._count, self._text, self._later, self._trial_id = count, text, later, trial_id
         self._items: list[dict[str, Any]] | None = None
 
     def _decoded(self) -> list[dict[str, Any]]:
         if self._items is None:
             import orjson
 
+            if self._text is None:
+                self._text = self._later.text_of(self._trial_id)
+                self._later = None
             text = "{" + self._text + "}"
             try:
                 attrs = orjson.loads(text)
@@ -68,7 +74,7 @@ class StoredEpochs(Sequence):
     def __getitem__(self, index: Any) -> Any:
         return self._decoded()[index]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[dict[str, Any]]:
         return iter(self._decoded())
 
     def __eq__(self, other: object) -> bool:
@@ -76,13 +82,13 @@ class StoredEpochs(Sequence):
             return self._decoded() == list(other)
         return NotImplemented
 
-    __hash__ = None  # like the list it stands for
+    __hash__ = None  # type: ignore[assignment]  # unhashable, like the list it stands for
 
     def __repr__(self) -> str:
         return repr(self._decoded())
 
-    def __reduce__(self):
-        return StoredEpochs, (self._text, self._count)
+    def __reduce__(self) -> tuple[type[list], tuple[list[dict[str, Any]]]]:
+        return list, (self._decoded(),)  # a copy elsewhere (another process) holds the records themselves
 
 
 # the fields the driver decides; exactly these travel to the worker
@@ -121,7 +127,7 @@ class TrialRecord:
     datetime_start: Any = None
     datetime_complete: Any = None
 
-    __hash__ = None  # dict fields: records compare by value but are not hashable
+    __hash__ = None  # type: ignore[assignment]  # dict fields: records compare by value but are not hashable
 
     @property
     def feasible(self) -> bool:
@@ -197,12 +203,12 @@ def record_from(
     datetime_complete: Any = None,
     epochs: Any = None,
 ) -> TrialRecord:
-    """A TrialRecord from a trial's parts: ``record_of``'s work, shared with ``tuners.store.record_read``, which
+    """A TrialRecord from a trial's parts: ``record_of``'s work, shared with ``tuners.store.sql_reads``, which
     builds records straight from storage rows without a FrozenTrial in between (and passes ``epochs``
     still undecoded, a ``record.StoredEpochs``, instead of the ``epoch:`` keys in ``attrs``)."""
     plan = attrs.get(PLAN) or attrs  # one attribute now; studies from before it hold each field alone
-    default_outcome = {"COMPLETE": Outcome.COMPLETE, "PRUNED": Outcome.PRUNED, "FAIL": Outcome.FAILED}.get(state)
-    default_outcome = default_outcome.value if default_outcome else state.lower()  # running, waiting
+    finished = {"COMPLETE": Outcome.COMPLETE, "PRUNED": Outcome.PRUNED, "FAIL": Outcome.FAILED}.get(state)
+    default_outcome = finished.value if finished else state.lower()  # running, waiting
     return TrialRecord(
         number=number,
         config=plan.get(CONFIG, {}),
@@ -244,3 +250,25 @@ def planned_attrs(record: TrialRecord) -> dict[str, Any]:
             }
         )
     }
+
+
+class ReadTrial(NamedTuple):
+    """One trial as the store reads it: its record and its parent (the trial it repeats with another seed, else
+    itself)."""
+
+    record: TrialRecord
+    parent: int
+
+
+def parent_of_attrs(user_attrs: dict[str, Any], number: int) -> int:
+    """The trial whose point trial ``number`` repeats with another seed (itself if none); as
+    ``tuners.fronts.seeds.parent_of``."""
+    return int(user_attrs.get(SEED_OF, number))
+
+
+def constraints_of(system_attrs: dict[str, Any]) -> dict[str, float]:
+    """Constraint values as ``FrozenTrial.constraints`` reads them from system attributes: Optuna's old
+    list under ``constraints`` (named "0", "1", ...), then one ``constraints:NAME`` key per constraint."""
+    out = {str(i): c for i, c in enumerate(system_attrs.get("constraints") or [])}
+    out.update({k[len("constraints:") :]: v for k, v in system_attrs.items() if k.startswith("constraints:")})
+    return out

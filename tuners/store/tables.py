@@ -106,7 +106,11 @@ def stored_value(value: float) -> tuple[float | None, str]:
 
 def value_of(value: float | None, value_type: str) -> float:
     """The float a stored (value, value_type) pair means."""
-    return _SPECIAL[value_type] if value_type in _SPECIAL else float(value)
+    if value_type in _SPECIAL:
+        return _SPECIAL[value_type]
+    if value is None:
+        raise ValueError(f"a stored {value_type} value without a number")
+    return float(value)
 
 
 def to_utc(moment: dt.datetime | None) -> dt.datetime | None:
