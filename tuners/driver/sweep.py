@@ -30,7 +30,7 @@ from tuners.fronts.objectives import encoded_objectives
 from tuners.planning.check import Prepared, prepare
 from tuners.store import keys
 from tuners.store.connection import StorageError, open_storage
-from tuners.store.outcomes import TERMINAL_OUTCOMES
+from tuners.store.outcomes import TERMINAL_OUTCOMES, Outcome
 from tuners.store.trial_store import TrialStore
 from tuners.store.urls import first_line, masked, scrub, sqlite_path, storage_arg
 
