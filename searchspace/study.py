@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -268,6 +268,27 @@ def study_from_dict(
         lines=lines,
         source=dict(data),
         latency=latency,
+    )
+
+
+def with_budget(study: Study, trials: int | None = None, epochs: int | None = None) -> Study:
+    """``study`` with the command line's ``--trials`` / ``--epochs`` in its budget, checked by the file's rules.
+
+    The overrides go into the study's ``source`` too, which a sweep stores as the study's spec: the study
+    records the values it ran with, and ``lwnas resume`` keeps them. Raises StudyError naming the option.
+    """
+    given = {k: v for k, v in (("trials", trials), ("epochs", epochs)) if v is not None}
+    if not given:
+        return study
+    problems: list[tuple[tuple, str]] = []
+    budget = _budget(given, problems)
+    if problems:
+        raise StudyError([(f"--{where[-1]}", message) for where, message in problems])
+    source_budget = study.source.get("budget") if isinstance(study.source.get("budget"), Mapping) else {}
+    return replace(
+        study,
+        budget=replace(study.budget, **{k: getattr(budget, k) for k in given}),
+        source={**study.source, "budget": {**(source_budget or {}), **given}},
     )
 
 

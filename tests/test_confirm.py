@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 from helpers.procs import lwnas, one_error
@@ -62,6 +63,11 @@ def test_the_table_prints_tau_with_its_interval(swept):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "sweep (2 epochs) against confirmed (3 epochs)" in result.stdout
     assert "Kendall tau of accuracy, sweep against confirmed:" in result.stdout
+    # off a terminal, plain lines: each epoch's names the trial, its place in the run and the epochs to go
+    epoch_lines = [line for line in result.stderr.splitlines() if " epoch " in line]
+    assert epoch_lines and all(re.match(r"\[\d+/\d+\] trial \d+: digits epoch [12]/2: ", x) for x in epoch_lines), (
+        result.stderr
+    )
 
 
 def test_bad_arguments_are_one_line(swept):

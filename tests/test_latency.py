@@ -9,6 +9,7 @@ spread and its device.
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 
 import numpy as np
@@ -16,7 +17,7 @@ import optuna
 import pytest
 import torch
 from helpers.deploy import ATOL, RTOL, expected_output, inputs_for, run_standalone
-from helpers.procs import lwnas, proc_env, read_trials, run_proc
+from helpers.procs import lwnas, one_error, proc_env, read_trials, run_proc
 
 from dashboards.data import TrialCache
 from searchspace import ArchConfig, build_model
@@ -61,6 +62,8 @@ def test_cuda_without_a_gpu_is_a_clear_error(tmp_path):
     config.write_text("family: encoder\nd_model: 16\nheads: 2\nlayers: 1\n")
     out = lwnas(tmp_path, "cost", config, "--latency", "--device", "cuda", "--no-memory")
     assert out.returncode != 0 and "torch sees no CUDA GPU" in out.stderr, out.stderr
+    memory = lwnas(tmp_path, "cost", config, "--device", "cuda")  # the memory probe on a GPU this machine lacks
+    assert one_error(memory).startswith("error peak memory on `cuda` was asked for, but torch sees no CUDA GPU")
 
 
 def test_study_latency_section_is_checked_with_file_and_line():
@@ -90,8 +93,67 @@ def test_cost_reports_latency_with_its_device(tmp_path):
     latency = json.loads(out.stdout)["latency"]
     assert [lat["batch"] for lat in latency] == [1, 3]
     assert all(lat["ms"] > 0 and lat["cv"] >= 0 and lat["device"].startswith("cpu: ") for lat in latency)
+    assert all(lat["mode"] == "eager" for lat in latency)  # the default mode, recorded with each figure
     table = lwnas(tmp_path, "cost", config, "--latency", "--no-memory")
     assert "latency, batch 1 (median)" in table.stdout and "CV" in table.stdout, table.stdout
+    assert ", eager)" in table.stdout, table.stdout
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None, reason="inductor needs a C compiler")
+def test_cost_measures_latency_compiled_by_torch_compile(tmp_path):
+    """``--latency-mode compile``: torch.compile (inductor) compiles in the untimed warm-up; one batch size keeps it
+    to one compilation (about 20-50 s on a loaded 2-core machine)."""
+    config = tmp_path / "c.yaml"
+    config.write_text("family: encoder\nd_model: 16\nheads: 2\nlayers: 1\n")
+    out = lwnas(
+        tmp_path,
+        "cost",
+        config,
+        "--latency",
+        "--latency-mode",
+        "compile",
+        "--latency-batch",
+        "1",
+        "--no-memory",
+        "--json",
+        TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"),
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    [lat] = json.loads(out.stdout)["latency"]
+    assert lat["mode"] == "compile" and lat["ms"] > 0 and lat["repeats"] >= MIN_REPEATS
+    assert any((tmp_path / "inductor").rglob("*.py")), "inductor wrote no kernels: nothing was compiled"
+
+
+def test_modes_that_cannot_run_here_are_one_line(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text("family: encoder\nd_model: 16\nheads: 2\nlayers: 1\n")
+    graph = lwnas(tmp_path, "cost", config, "--latency", "--latency-mode", "cuda-graph", "--no-memory")
+    assert one_error(graph) == (
+        "error latency mode `cuda-graph` replays a captured CUDA graph and needs `device: cuda`; on cpu use eager "
+        "or compile"
+    )
+    alone = lwnas(tmp_path, "cost", config, "--latency-mode", "compile", "--no-memory")
+    assert one_error(alone) == "error --latency-mode: measures only with --latency"
+    unknown = lwnas(tmp_path, "cost", config, "--latency", "--latency-mode", "jit", "--no-memory")
+    assert one_error(unknown) == "error latency mode must be one of eager, compile, cuda-graph, got 'jit'"
+    # inductor on cpu without a C compiler: refused before anything is measured (PATH without one)
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    (bare / "lwnas").symlink_to(shutil.which("lwnas"))
+    no_cc = lwnas(
+        tmp_path, "cost", config, "--latency", "--latency-mode", "compile", "--no-memory", PATH=str(bare), CXX=""
+    )
+    assert one_error(no_cc).startswith(
+        "error latency mode `compile` on cpu needs a C compiler (torch.compile's inductor builds C++ kernels), and "
+        "none (gcc, cc, clang, or $CXX) is on PATH"
+    )
+    # in a study file: cuda-graph on cpu is a rule of the file, refused at load with its line
+    study = tmp_path / "s.yaml"
+    study.write_text(STUDY.format(name="s").replace("threads: 1}\nspace", "threads: 1, mode: cuda-graph}\nspace"))
+    validate = lwnas(tmp_path, "space", "validate", study)
+    assert validate.returncode == 2 and "s.yaml:7: latency.mode: `cuda-graph` replays a captured CUDA graph" in (
+        validate.stderr
+    ), validate.stderr
 
 
 def test_a_latency_constraint_no_point_meets_is_refused_before_the_sweep(tmp_path):
@@ -120,12 +182,14 @@ def test_latency_objective_sweeps_end_to_end_and_its_front_exports(tmp_path):
         assert t.values[1] == costs["latency"] > 0  # the objective is the recorded measurement
         assert costs["latency_cv"] >= 0 and costs["latency_batch"] > 0 and costs["latency_batch_size"] == 4
         assert costs["latency_device"].startswith("cpu: ") and socket.gethostname() in costs["latency_device"]
+        assert costs["latency_mode"] == "eager"  # how it was measured is recorded with the figure
 
     status = lwnas(tmp_path, "status", name, "--storage", url)
     assert status.returncode == 0, status.stderr
     assert "latency (min)" in status.stdout and "latency measured on cpu: " in status.stdout, status.stdout
+    assert status.stdout.rstrip().endswith("(eager)"), status.stdout  # the mode, after the device line
     front = json.loads(lwnas(tmp_path, "status", name, "--storage", url, "--json").stdout)["front"]
-    assert front and all(f["latency_device"].startswith("cpu: ") for f in front)
+    assert front and all(f["latency_device"].startswith("cpu: ") and f["latency_mode"] == "eager" for f in front)
 
     frame = TrialCache(url, name).load().frame  # the dashboard's trials table: latency with its spread and device
     assert {"latency", "latency_cv", "latency_device"} <= set(frame.columns)

@@ -7,7 +7,8 @@
   a few ms for a tiny encoder), or with ``counter="trace"`` fvcore over a jit trace of it
   (``trainers.madds``, the reference the formulas are tested against); per section and attention share.
 * Memory: peak bytes of one forward + backward at batch 1: torch's MemTracker on CPU, CUDA peak
-  statistics on a GPU; plus the bytes of the attention maps a naive kernel would materialise.
+  statistics on a GPU net of what the device held before the pass (``_cuda_peak``); plus the bytes of
+  the attention maps a naive kernel would materialise.
 """
 
 from __future__ import annotations
@@ -105,17 +106,41 @@ def peak_memory(model: nn.Module, inputs: tuple[torch.Tensor, ...]) -> tuple[int
     device = next(model.parameters()).device
     model.zero_grad(set_to_none=True)  # gradients left by an earlier pass would count as live memory
     if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        torch.cuda.reset_peak_memory_stats(device)
-        model(*inputs).float().sum().backward()
-        torch.cuda.synchronize(device)
-        return int(torch.cuda.max_memory_allocated(device)), "cuda"
+        return _cuda_peak(model, inputs, device), "cuda"
     tracker = _global_peak_tracker()
     tracker.track_external(model)
     with tracker:
         model(*inputs).float().sum().backward()
     peak = tracker.get_tracker_snapshot("peak")
     return int(sum(stats["Total"] for stats in peak.values())), "cpu"
+
+
+def _model_bytes(model: nn.Module) -> int:
+    """Bytes of the model's parameters and buffers (shared tensors once)."""
+    tensors = {id(t): t for t in (*model.parameters(), *model.buffers())}
+    return sum(t.numel() * t.element_size() for t in tensors.values())
+
+
+def _cuda_peak(model: nn.Module, inputs: tuple[torch.Tensor, ...], device: torch.device) -> int:
+    """The model's own peak on a GPU: its parameters and buffers plus the rise of allocated memory during one
+    forward + backward, measured after a first, untimed pass.
+
+    ``max_memory_allocated`` alone counts everything the process holds on the device: the workspaces cuBLAS
+    and the allocator set up on first use (about 67 MB on an H100, the same for every model) swamped a
+    small model's figure. The first pass creates them; the peak is then reset and read net of what was
+    allocated before the measured pass (the model's weights, the workspaces), and the weights and buffers
+    are added back, as the CPU tracker counts them.
+    """
+    model(*inputs).float().sum().backward()  # warms cuBLAS / cuDNN workspaces and the allocator's pools
+    model.zero_grad(set_to_none=True)
+    torch.cuda.synchronize(device)
+    before = torch.cuda.memory_allocated(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    model(*inputs).float().sum().backward()
+    torch.cuda.synchronize(device)
+    rise = torch.cuda.max_memory_allocated(device) - before
+    model.zero_grad(set_to_none=True)
+    return int(rise + _model_bytes(model))
 
 
 def _global_peak_tracker():
@@ -147,6 +172,17 @@ def _global_peak_tracker():
 
 class CostError(LwnasError, ValueError):
     """A cost that cannot be computed for this configuration (said why, with the figures)."""
+
+
+def check_memory_device(device: str) -> None:
+    """An error when peak memory is asked for on ``cuda`` where torch sees no GPU (instead of torch's traceback)."""
+    if device == "cuda" and not torch.cuda.is_available():
+        import socket
+
+        raise CostError(
+            f"peak memory on `cuda` was asked for, but torch sees no CUDA GPU on this machine "
+            f"({socket.gethostname()}); measure on cpu (--device cpu) or run where a GPU is"
+        )
 
 
 # Measuring peak memory materialises the model and runs it; a point whose weights, gradients and

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import math
 import platform
+import shutil
 import socket
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import torch
 
 from searchspace.errors import LwnasError
+from searchspace.latency_settings import LATENCY_MODES, mode_problem
 from searchspace.models import ArchModel
 
 DEVICES = ("cpu", "cuda")
@@ -40,6 +43,7 @@ class Latency:
     cv: float
     repeats: int
     device: str  # describe_device(...): the machine and device that measured it
+    mode: str = "eager"  # how the forward ran: eager, compile (torch.compile) or cuda-graph (a replayed graph)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -55,6 +59,29 @@ def check_device(device: str) -> torch.device:
             f"({socket.gethostname()}); measure on `cpu` or run where a GPU is"
         )
     return torch.device(device)
+
+
+def check_mode(mode: str, device: str) -> None:
+    """An error when ``mode`` cannot be measured on ``device`` here (unknown, GPU-only, or no C compiler)."""
+    if mode not in LATENCY_MODES:
+        raise LatencyError(f"latency mode must be one of {', '.join(LATENCY_MODES)}, got {mode!r}")
+    if (problem := mode_problem(device, mode)) is not None:
+        raise LatencyError(f"latency mode {problem}")
+    if mode == "compile" and device == "cpu" and not _c_compiler():
+        # inductor writes C++ for CPU kernels and builds it with the system compiler
+        raise LatencyError(
+            "latency mode `compile` on cpu needs a C compiler (torch.compile's inductor builds C++ kernels), "
+            f"and none (gcc, cc, clang, or $CXX) is on PATH on {socket.gethostname()}; install one or use `eager`"
+        )
+
+
+def _c_compiler() -> str | None:
+    import os
+
+    for name in (os.environ.get("CXX"), "g++", "gcc", "cc", "clang++", "clang"):
+        if name and (found := shutil.which(name)):
+            return found
+    return None
 
 
 def _cpu_name() -> str:
@@ -78,17 +105,49 @@ def describe_device(device: str, threads: int) -> str:
     return f"{what}, host {socket.gethostname()}, torch {torch.__version__}"
 
 
-def _timings(model: torch.nn.Module, inputs: tuple, device: torch.device) -> list[float]:
+def _forward(model: torch.nn.Module, inputs: tuple, device: torch.device, mode: str) -> Callable[[], object]:
+    """The call that is timed: the model's forward as ``mode`` runs it.
+
+    ``compile``: ``torch.compile`` (inductor) of the model; its first calls (the warm-up) compile it.
+    ``cuda-graph``: the forward captured once into a CUDA graph, then replayed on the same input tensors, so
+    one timed call is one graph launch: no Python and no per-kernel launch cost, as a deployment that
+    replays a graph pays.
+    """
+    if mode == "compile":
+        compiled = torch.compile(model)
+        return lambda: compiled(*inputs)
+    if mode == "cuda-graph":
+        stream = torch.cuda.Stream(device)
+        stream.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(stream):  # warm-up on a side stream, as capture requires
+            for _ in range(WARMUP):
+                model(*inputs)
+        torch.cuda.current_stream(device).wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph):
+                model(*inputs)
+        except RuntimeError as exc:  # e.g. a data-dependent shape (a boolean mask's nonzero) cannot be captured
+            raise LatencyError(
+                f"latency mode `cuda-graph`: this model's forward cannot be captured as a CUDA graph "
+                f"({str(exc).splitlines()[0]}); use eager or compile"
+            ) from None
+        return graph.replay
+    return lambda: model(*inputs)
+
+
+def _timings(model: torch.nn.Module, inputs: tuple, device: torch.device, mode: str = "eager") -> list[float]:
     """Seconds of each timed forward, after warm-up, repeated until the median is pinned down."""
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    forward = _forward(model, inputs, device, mode)
     for _ in range(WARMUP):
-        model(*inputs)
+        forward()
     sync()
     times: list[float] = []
     start = time.perf_counter()
     while len(times) < MAX_REPEATS:
         t0 = time.perf_counter()
-        model(*inputs)
+        forward()
         sync()
         times.append(time.perf_counter() - t0)
         if len(times) >= MIN_REPEATS:
@@ -98,7 +157,9 @@ def _timings(model: torch.nn.Module, inputs: tuple, device: torch.device) -> lis
     return times
 
 
-def measure_latency(model: ArchModel, batch: int, device: str = "cpu", threads: int = 1) -> Latency:
+def measure_latency(
+    model: ArchModel, batch: int, device: str = "cpu", threads: int = 1, mode: str = "eager"
+) -> Latency:
     """Median forward time of ``model`` (eval mode, no grad) at ``batch`` on ``device``.
 
     Args:
@@ -106,15 +167,17 @@ def measure_latency(model: ArchModel, batch: int, device: str = "cpu", threads: 
         batch: the batch size of the inputs.
         device: ``cpu`` or ``cuda``.
         threads: CPU threads torch may use while measuring (restored afterwards).
+        mode: ``eager`` (the model as written), ``compile`` (``torch.compile``) or ``cuda-graph`` (GPU only).
     """
     dev = check_device(device)
+    check_mode(mode, device)
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
         model = model.to(dev).eval()
         inputs = model.example_inputs(batch=batch, device=dev)
         with torch.inference_mode():
-            times = _timings(model, inputs, dev)
+            times = _timings(model, inputs, dev, mode)
     finally:
         torch.set_num_threads(before)
     mean = statistics.fmean(times)
@@ -125,13 +188,16 @@ def measure_latency(model: ArchModel, batch: int, device: str = "cpu", threads: 
         cv=cv,
         repeats=len(times),
         device=describe_device(device, threads),
+        mode=mode,
     )
 
 
-def config_latencies(config, batches: list[int], device: str = "cpu", threads: int = 1) -> list[Latency]:
+def config_latencies(
+    config, batches: list[int], device: str = "cpu", threads: int = 1, mode: str = "eager"
+) -> list[Latency]:
     """Latency of the model ``config`` builds at each batch size (weights seeded: timing does not depend on them)."""
     from searchspace import build_model
 
     torch.manual_seed(0)
     model = build_model(config)
-    return [measure_latency(model, b, device, threads) for b in batches]
+    return [measure_latency(model, b, device, threads, mode) for b in batches]

@@ -100,6 +100,7 @@ def train(
     callback: Callable[[dict[str, Any]], None] | None = None,
     progress: bool = True,
     data: dict | None = None,
+    label: str | None = None,
 ) -> TrainResult:
     """Train ``config`` on ``task`` after fitting it to the task's input sizes (``lwnas train``).
 
@@ -110,12 +111,14 @@ def train(
         callback: called with each epoch's report; may raise ``StopTraining`` to end early.
         progress: a progress bar on a terminal, one log line per epoch otherwise.
         data: preloaded ``task.load()`` output.
+        label: what the progress names before the task (``lwnas confirm``: the trial and how many remain).
 
     Raises:
         TrainingError: non-finite loss, out of memory or divergence, with the epoch and reason.
     """
     config = adapt_config(config, task)
-    return fit(config, task, settings, callback, progress, data, madds=cost(config, memory=False).madds)
+    madds = cost(config, memory=False).madds
+    return fit(config, task, settings, callback, progress, data, madds=madds, label=label)
 
 
 def fit(
@@ -126,6 +129,7 @@ def fit(
     progress: bool = True,
     data: dict | None = None,
     madds: int | None = None,
+    label: str | None = None,
 ) -> TrainResult:
     """Train exactly ``config`` (already fitted to ``task``): a sweep's worker trains its trial record so.
 
@@ -153,7 +157,7 @@ def fit(
     history: list[dict[str, Any]] = []
     start = time.perf_counter()
     first_loss = None
-    bar = _EpochProgress(enabled=progress, total_steps=steps, task=task.name)
+    bar = _EpochProgress(enabled=progress, total_steps=steps, task=f"{label}: {task.name}" if label else task.name)
     try:
         for epoch in range(1, settings.epochs + 1):
             t0 = time.perf_counter()
@@ -226,6 +230,7 @@ class _EpochProgress:
     def __init__(self, enabled: bool, total_steps: int, task: str):
         self.tty = enabled and sys.stderr.isatty()
         self.enabled, self.total, self.task = enabled, total_steps, task
+        self.epochs = 0  # the run's epochs, known at the first start
         self.progress = None
         if self.tty:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -241,6 +246,7 @@ class _EpochProgress:
             self.progress.start()
 
     def start(self, epoch: int, epochs: int) -> None:
+        self.epochs = epochs
         if self.progress:
             self.bar = self.progress.add_task(f"{self.task} epoch {epoch}/{epochs}", total=self.total, loss=0.0)
 
@@ -253,7 +259,7 @@ class _EpochProgress:
             self.progress.remove_task(self.bar)
         if self.enabled:
             line = (
-                f"{self.task} epoch {report['epoch']}: train_loss {report['train_loss']:.4f}  "
+                f"{self.task} epoch {report['epoch']}/{self.epochs}: train_loss {report['train_loss']:.4f}  "
                 f"val_{metric} {report.get('val_' + metric, float('nan')):.4f}  {report['epoch_time']:.1f}s  "
                 f"{report['samples_per_s']:.0f} samples/s"
             )

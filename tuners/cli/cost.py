@@ -78,11 +78,11 @@ def _latencies(config: ArchConfig, settings: LatencySettings) -> list[Latency]:
     """Forward latency at batch 1 and at the asked batch size (once when that is 1)."""
     from trainers.latency import config_latencies
 
-    return config_latencies(config, sorted({1, settings.batch_size}), settings.device, settings.threads)
+    return config_latencies(config, sorted({1, settings.batch_size}), settings.device, settings.threads, settings.mode)
 
 
 def _latency_text(lat: Latency) -> str:
-    return f"{lat.ms:.3f} ms (CV {lat.cv:.1%}, n={lat.repeats})"
+    return f"{lat.ms:.3f} ms (CV {lat.cv:.1%}, n={lat.repeats}, {lat.mode})"
 
 
 def _at_task(f: ConfigFile, task: Task) -> ArchConfig:
@@ -196,7 +196,7 @@ def _summary_table(rows: list[CostRow]) -> Table:
             *(by_batch.get(b, "-") for b in batches),
             paper,
         )
-    devices = sorted({lat.device for row in rows for lat in row.latency})
+    devices = sorted({f"{lat.device} ({lat.mode})" for row in rows for lat in row.latency})
     if devices:
         table.caption = "latency measured on " + "; ".join(devices)
     return table

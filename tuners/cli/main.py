@@ -102,6 +102,13 @@ def cost(
     ] = False,
     latency_batch: Annotated[int, typer.Option(help="The second batch size of --latency.", min=1, max=4096)] = 8,
     threads: Annotated[int, typer.Option(help="CPU threads torch uses for --latency.", min=1, max=256)] = 1,
+    latency_mode: Annotated[
+        str,
+        typer.Option(
+            help="How --latency runs the forward: eager (as written), compile (torch.compile; on cpu it needs a "
+            "C compiler) or cuda-graph (a captured CUDA graph replayed; --device cuda only).",
+        ),
+    ] = "eager",
     task: Annotated[
         str | None,
         typer.Option(
@@ -135,10 +142,25 @@ def cost(
 
     fmt = CostFormat.json if as_json else fmt
     try:
-        settings = LatencySettings(device=device, batch_size=latency_batch, threads=threads) if latency else None
-        if settings:
-            from trainers.latency import check_device
+        settings = (
+            LatencySettings(device=device, batch_size=latency_batch, threads=threads, mode=latency_mode)
+            if latency
+            else None
+        )
+        if device not in ("cpu", "cuda"):
+            err.print(f"[red]error[/red] --device: must be cpu or cuda, got {escape(repr(device))}", highlight=False)
+            raise typer.Exit(2)
+        if device == "cuda" and (memory or latency):
+            from trainers.cost import check_memory_device
 
+            check_memory_device(device)  # no GPU here: one line, before any file is costed
+        if latency_mode != "eager" and not latency:
+            err.print("[red]error[/red] --latency-mode: measures only with --latency", highlight=False)
+            raise typer.Exit(2)
+        if settings:
+            from trainers.latency import check_device, check_mode
+
+            check_mode(latency_mode, device)
             check_device(device)
         rows = cost_rows(paths, memory=memory, device=device, progress=err, task=task, latency=settings)
     except ConfigError as exc:

@@ -50,11 +50,21 @@ def _study_files(paths: list[Path]) -> list[Path]:
     return out
 
 
-def _load(path: Path, samples: int, seed: int, progress: bool = True) -> tuple[Any, list, list[tuple[str, str]]]:
-    """The study, a costed sample and every problem (study file, task, constraints)."""
+def _load(
+    path: Path, samples: int, seed: int, progress: bool = True, local: bool = False
+) -> tuple[Any, list, list[tuple[str, str]]]:
+    """The study, a costed sample and every problem (study file, task, constraints; with ``local``, a training
+    device this machine lacks, as a sweep here would meet it)."""
     from searchspace.study import StudyError
     from trainers.cost import CostError
-    from tuners.planning.check import constraint_problems, cost_sample, open_study, task_for_checks, task_problems
+    from tuners.planning.check import (
+        constraint_problems,
+        cost_sample,
+        device_problems,
+        open_study,
+        task_for_checks,
+        task_problems,
+    )
     from tuners.planning.costs import StaticCosts
 
     with Progress(console=err, transient=True, disable=not (progress and err.is_terminal)) as bar:
@@ -64,7 +74,7 @@ def _load(path: Path, samples: int, seed: int, progress: bool = True) -> tuple[A
             described, task = task_for_checks(study)
         except StudyError as exc:
             return None, [], list(exc.problems)
-        problems = task_problems(study, described)
+        problems = task_problems(study, described) + (device_problems(study) if local else [])
         if problems or samples <= 0:
             return study, [], problems
         static = StaticCosts(study, task)
@@ -89,6 +99,8 @@ def validate(
     Checks the language (unknown keys with did-you-mean, types, empty choices, low > high, conditions on
     unknown knobs), the architecture's rules over the whole discrete part (divisibility, sharing-pattern
     length, kv sharing), the task (family, metric names), and that some point meets the constraints.
+
+    A study that trains on cuda (training: device cuda) needs a GPU on this machine.
     """
     allow(allow_plugin)
     files = _study_files(paths)
@@ -109,16 +121,19 @@ def _validate_one(path: Path, samples: int) -> bool:
     """Check one study file; prints `ok` with its size, or its problems. True when it has none."""
     from searchspace.space_check import discrete_size
 
-    study, _, problems = _load(path, samples, seed=0)
+    study, _, problems = _load(path, samples, seed=0, local=True)
     if problems:
         _report(problems)
         return False
+    from tuners.cli.sweep import _warn_scheduler
+
     size, exact = discrete_size(study.space)
     err.print(
         f"[green]ok[/green] {escape(str(path))}: {len(study.space.searched)} searched knobs, "
         f"{'' if exact else 'about '}{size:,} discrete combinations",
         highlight=False,
     )
+    _warn_scheduler(study)
     return True
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 
 from rich.console import Console
 from rich.markup import escape
@@ -14,6 +15,7 @@ from searchspace.study import MAXIMIZE
 
 def print_studies(storage: str, as_json: bool) -> None:
     """``lwnas status`` without a name: the studies of ``storage`` (read-only), one line each."""
+    from tuners.driver.lease import stale_outcomes
     from tuners.fronts.study_list import list_studies
     from tuners.store.connection import open_storage
     from tuners.store.urls import masked
@@ -23,6 +25,8 @@ def print_studies(storage: str, as_json: bool) -> None:
         studies = list_studies(backend)
     finally:
         backend.engine.dispose()
+    # trials left running by a driver that has stopped are `stale`, as `lwnas status NAME` counts them
+    studies = [replace(s, outcomes=stale_outcomes(s.outcomes, storage, s.name)[0]) for s in studies]
     if as_json:
         sys.stdout.write(json.dumps([s.as_json() for s in studies], indent=2) + "\n")
         return

@@ -63,7 +63,13 @@ def sweep(
             "--address", help="Address of an existing Ray cluster (ray start --head); default: Ray on this machine."
         ),
     ] = None,
-    trials: Annotated[int | None, typer.Option(help="Trials to train (overrides the study's budget).")] = None,
+    trials: Annotated[
+        int | None, typer.Option(help="Trials to train (overrides the study's budget.trials; recorded on the study).")
+    ] = None,
+    epochs: Annotated[
+        int | None,
+        typer.Option(help="Epochs per trial (overrides the study's budget.epochs; recorded on the study)."),
+    ] = None,
     max_concurrent: Annotated[int | None, typer.Option(help="Trials running at once.")] = None,
     name: Annotated[
         str | None,
@@ -87,15 +93,27 @@ def sweep(
     recorded as infeasible and never trained. Ctrl-C stops cleanly; `lwnas resume NAME` continues.
     """
     allow(allow_plugin)
-    from searchspace.study import StudyError, name_problem
+    from searchspace.study import StudyError, name_problem, with_budget
     from tuners.driver.sweep import SweepOptions, run_sweep
-    from tuners.planning.check import constraint_problems, cost_sample, open_study, prepare, task_problems, with_data
+    from tuners.planning.check import (
+        constraint_problems,
+        cost_sample,
+        device_problems,
+        open_study,
+        prepare,
+        task_problems,
+        with_data,
+    )
 
     if name is not None and name_problem(name):
         _fail(f"--name {name_problem(name)}", code=2)
     try:
-        prepared = prepare(with_data(open_study(study_file), data))
-        study = prepared.study
+        study = with_budget(with_data(open_study(study_file), data), trials, epochs)
+        # a cluster (--address) may have the GPUs this machine lacks: Ray places trials on nodes that have them
+        problems = [] if address else device_problems(study)
+        if problems:
+            raise StudyError(problems)
+        prepared = prepare(study)
         problems = task_problems(study, prepared.task)
         if not problems and study.constraints:
             # the check `lwnas space validate` makes: constraints that no point meets are refused before
@@ -107,10 +125,22 @@ def sweep(
         err.print(f"[red]error[/red] {escape(where)}: {escape(message)}", highlight=False)
     if problems:
         raise typer.Exit(2)
+    _warn_scheduler(study)
     options = SweepOptions(storage=storage, address=address, trials=trials, max_concurrent=max_concurrent, name=name)
     run_sweep(
         study, options, prepared=prepared
     )  # its errors (LwnasError) print as one line each, with their exit codes
+
+
+def _warn_scheduler(study) -> None:
+    """The scheduler's warnings for the study's budget (mo-asha rungs it is too small for), one line each."""
+    from tuners.planning.check import scheduler_warnings
+
+    for warning in scheduler_warnings(study):
+        err.print(
+            f"[yellow]warning[/yellow] {escape(study.where(('tuner', 'scheduler')))}: {escape(warning)}",
+            highlight=False,
+        )
 
 
 def resume(
@@ -132,7 +162,7 @@ def resume(
     allow(allow_plugin)
     from searchspace.study import StudyError, study_from_dict
     from tuners.driver.sweep import SweepOptions, run_sweep
-    from tuners.planning.check import task_family
+    from tuners.planning.check import device_problems, task_family
     from tuners.store import keys
 
     if trials is not None and trials < 1:
@@ -145,6 +175,9 @@ def resume(
         study = study_from_dict(spec, task_family=task_family)
     except StudyError as exc:
         _fail("; ".join(f"{w}: {m}" for w, m in exc.problems))
+    if not address:  # as `lwnas sweep` checks it: a cluster's nodes may have the GPU this machine lacks
+        for _, message in device_problems(study):
+            _fail(f"study {name!r}: training.device: {message}", code=2)
     run_sweep(
         study,
         SweepOptions(storage=storage, address=address, max_concurrent=max_concurrent, name=name, trials=trials),
@@ -177,6 +210,7 @@ def status(
     ot_study, backend = _open_ot_study(name, storage)
     trials = read_trials(ot_study, backend)  # in bulk: a few queries, one short read transaction
     s = study_status(ot_study, trials)
+    stale = _mark_stale(s, name, storage)
     if as_json:
         sys.stdout.write(json.dumps(s, indent=2, default=str) + "\n")
         return
@@ -184,6 +218,14 @@ def status(
     out.print(
         f"[bold]{escape(name)}[/bold]: " + ", ".join(f"{k} {v}" for k, v in s["outcomes"].items()), highlight=False
     )
+    if stale:
+        from tuners.driver.sweep import resume_command
+
+        out.print(
+            f"[yellow]stale {stale}[/yellow]: trials left running by a driver that has stopped (no live driver holds "
+            f"the study); continue with: {escape(resume_command(name, storage))}",
+            highlight=False,
+        )
     if s["rejected"]:
         out.print(
             f"constraints rejected {s['rejected']['rejected']} of {s['rejected']['checked']} proposed points "
@@ -204,13 +246,33 @@ def status(
             f"time per trained trial: {s['seconds_per_trial']:.1f} s (mean of {s['timed_trials']})", highlight=False
         )
     print_front(ot_study, None, out, trials)
-    _print_latency_devices(s["latency_devices"], out)
+    modes = sorted({str(f["latency_mode"]) for f in s["front"] if "latency_mode" in f})
+    _print_latency_devices(s["latency_devices"], out, modes)
 
 
-def _print_latency_devices(devices: dict[str, list[int]], out: Console) -> None:
-    """Name the machine behind every latency; several machines are flagged, never compared silently."""
+def _mark_stale(s: dict, name: str, storage: str) -> int:
+    """Trials storage holds as running while no live driver holds the study's lease: counted as ``stale``
+    in ``s["outcomes"]`` instead of ``running`` (a Ctrl-C or a killed driver leaves them so until a resume).
+    Adds ``s["driver"]``: the live driver, or None. Reads only. Returns the stale count."""
+    from tuners.driver.lease import live_driver, stale_outcomes
+
+    s["outcomes"], holder = stale_outcomes(s["outcomes"], storage, name)
+    if holder is None and not s["outcomes"].get("stale"):
+        holder = live_driver(storage, name)  # a driver between trials, or one that has not started any
+    s["driver"] = (
+        None
+        if holder is None
+        else {"host": holder.host, "pid": holder.pid, "since": holder.since, "heartbeat": holder.heartbeat}
+    )
+    return s["outcomes"].get("stale", 0)
+
+
+def _print_latency_devices(devices: dict[str, list[int]], out: Console, modes: list[str] | None = None) -> None:
+    """Name the machine behind every latency (and how the front's were measured: eager, compile, cuda-graph);
+    several machines are flagged, never compared silently."""
+    how = f" ({', '.join(modes)})" if modes else ""
     if len(devices) == 1:
-        out.print(f"latency measured on {escape(next(iter(devices)))}", highlight=False)
+        out.print(f"latency measured on {escape(next(iter(devices)))}{how}", highlight=False)
     elif devices:
         out.print(
             f"[yellow]warning[/yellow] latencies of this study were measured on {len(devices)} different "

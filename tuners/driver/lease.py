@@ -25,7 +25,7 @@ from ray.tune import Stopper
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
 from searchspace.errors import LwnasError
-from tuners.store.connection import StorageError, engine_kwargs
+from tuners.store.connection import StorageError, engine_kwargs, refuse_writes
 from tuners.store.urls import first_line, masked, scrub, sqlite_path
 
 HEARTBEAT_S = 10.0  # how often a driver renews its lease
@@ -262,6 +262,42 @@ def _inode(path) -> int | None:
         return path.stat().st_ino
     except OSError:
         return None
+
+
+def live_driver(url: str, study_name: str) -> Holder | None:
+    """The live driver of ``study_name`` (its lease is held and not gone), or None; reads only.
+
+    ``lwnas status`` asks, so that trials still RUNNING in storage after their driver stopped (Ctrl-C,
+    kill -9, a lost host) are told apart from trials that run. Without a lease table there is no driver.
+    """
+    engine = sa.create_engine(url, **engine_kwargs(url))
+    refuse_writes(engine)
+    try:
+        with engine.connect() as con:
+            if not sa.inspect(con).has_table(LEASES.name):
+                return None
+            now = _db_now(con)
+            row = con.execute(sa.select(LEASES).where(LEASES.c.study_name == study_name)).mappings().first()
+    except SQLAlchemyError as exc:
+        raise StorageError(
+            f"cannot read the driver lease of study {study_name!r} in {masked(url)}: {scrub(first_line(exc), url)}"
+        ) from None
+    finally:
+        engine.dispose()
+    if row is None or _holder(row).gone(now):
+        return None
+    return _holder(row)
+
+
+def stale_outcomes(outcomes: dict[str, int], url: str, study_name: str) -> tuple[dict[str, int], Holder | None]:
+    """``(outcomes, live driver)``: trial counts by outcome with ``running`` counted as ``stale`` when no live driver
+    holds the study (storage keeps trials RUNNING after Ctrl-C or a killed driver, until a resume); reads only."""
+    if not outcomes.get("running"):
+        return outcomes, None
+    holder = live_driver(url, study_name)
+    if holder is not None:
+        return outcomes, holder
+    return {("stale" if k == "running" else k): v for k, v in outcomes.items()}, None
 
 
 class LeaseStopper(Stopper):

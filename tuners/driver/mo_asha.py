@@ -19,7 +19,9 @@ import numpy as np
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from searchspace.study import Objective, Study
+from tuners.driver.trainable import NUMBER
 from tuners.fronts.objectives import minimised, nondominated_order
+from tuners.planning.check import mo_asha_rungs
 
 
 class MOASHA(FIFOScheduler):
@@ -33,13 +35,13 @@ class MOASHA(FIFOScheduler):
         # where each objective is in a trial's report: a task metric as its validation value, a cost as itself
         self.result_keys = [o.metric if o.is_cost else f"val_{o.metric}" for o in self.objectives]
         self.rf = reduction_factor
-        self.rungs: list[int] = []
-        milestone = grace_epochs
-        while milestone < max_epochs:
-            self.rungs.append(milestone)
-            milestone *= reduction_factor
+        self.rungs = mo_asha_rungs(max_epochs, grace_epochs, reduction_factor)
         self.recorded: dict[int, dict[str, np.ndarray]] = {r: {} for r in self.rungs}
         self.stopped: list[str] = []
+        # why each stopped trial was stopped, by Ray trial id: the searcher records it on the trial
+        # (keys.PRUNED_BY) and the sweep's line says it
+        self.reasons: dict[str, dict[str, Any]] = {}
+        self._numbers: dict[str, Any] = {}  # Ray trial id -> the Optuna trial number
 
     @classmethod
     def for_study(cls, study: Study) -> MOASHA:
@@ -62,13 +64,41 @@ class MOASHA(FIFOScheduler):
             return TrialScheduler.CONTINUE
         rung = self.recorded[epoch]
         rung[trial.trial_id] = vector
+        self._numbers[trial.trial_id] = (getattr(trial, "config", None) or {}).get(NUMBER, trial.trial_id)
         ids = list(rung)
         order = nondominated_order(np.stack([rung[i] for i in ids]))
         keep = max(1, math.ceil(len(ids) / self.rf))
         if ids.index(trial.trial_id) in order[:keep]:
             return TrialScheduler.CONTINUE
         self.stopped.append(trial.trial_id)
+        dominating = [i for i in ids if i != trial.trial_id and _dominates(rung[i], vector)]
+        self.reasons[trial.trial_id] = {
+            "rung": epoch,
+            "rung_trials": len(ids),
+            "kept": keep,
+            "dominated_by": [self._numbers[i] for i in dominating],  # empty: cut on crowding within its front
+            # the objectives in which those trials beat it (with a cost among them, the cost decided)
+            "better_in": [
+                o.metric for m, o in enumerate(self.objectives) if any(rung[i][m] < vector[m] for i in dominating)
+            ],
+            "values": {o.metric: float(result[k]) for o, k in zip(self.objectives, self.result_keys)},
+        }
         return TrialScheduler.STOP
 
     def debug_string(self) -> str:
         return "MOASHA: " + ", ".join(f"rung {r}: {len(v)} trials" for r, v in self.recorded.items())
+
+
+def _dominates(a: np.ndarray, b: np.ndarray) -> bool:
+    """Minimised ``a`` is no worse than ``b`` in every objective and better in one."""
+    return bool(np.all(a <= b) and np.any(a < b))
+
+
+def describe_stop(reason: dict[str, Any]) -> str:
+    """What a stopped trial's line says: the rung, how many it kept, and which trials dominated it."""
+    kept = f"rung at epoch {reason['rung']} kept the best {reason['kept']} of {reason['rung_trials']}"
+    by = reason["dominated_by"]
+    if by:
+        better = f" (better {', '.join(reason['better_in'])})" if reason.get("better_in") else ""
+        return f"{kept}; dominated by trial{'s' if len(by) > 1 else ''} {', '.join(map(str, by))}{better}"
+    return f"{kept}; on the rung's front but cut by crowding distance"

@@ -22,6 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from searchspace.study import MAXIMIZE, Study
+from tuners.driver.mo_asha import describe_stop
 from tuners.driver.trainable import NUMBER
 from tuners.fronts.objectives import study_objectives
 from tuners.fronts.seeds import groups_of, pareto_front_groups, seed_groups
@@ -67,19 +68,25 @@ class SweepProgress(Callback):
         quiet: bool = False,
         log_path: Path | None = None,
         on_retry: Callable[[str, dict[str, Any]], None] | None = None,
+        prune_reasons: dict[str, dict[str, Any]] | None = None,
     ):
         self.ot_study, self.study, self.total, self.out, self.quiet = ot_study, study, total, out, quiet
         self.log_path, self.on_retry = log_path, on_retry
+        self.prune_reasons = prune_reasons if prune_reasons is not None else {}  # the scheduler's, by Ray trial id
+        # the live line (running trials, their epochs, elapsed, an estimate): only on a terminal, never in logs
+        self.live = LiveLine(out, study.budget.epochs, total) if out.is_terminal and not quiet else None
         self.done = 0
         self.start = time.time()
         self.metric = next((o.metric for o in study.objectives if not o.is_cost), None)
         self._reports: dict[str, int] = {}  # results of each trial's current attempt (Tune keeps the last one's)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k not in ("ot_study", "out", "study", "on_retry")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("ot_study", "out", "study", "on_retry", "live")}
 
     def _line(self, trial: Any, what: str) -> None:
         self.done += 1
+        if self.live is not None:
+            self.live.finished(trial.trial_id)
         if self.quiet:
             return
         r = trial.last_result or {}
@@ -104,15 +111,24 @@ class SweepProgress(Callback):
         if "lwnas_failed" in r:
             self._failed(trial, r["lwnas_failed"])
         elif r.get("epoch", 0) < self.study.budget.epochs:
-            self._line(trial, "stopped early (pruned)")
+            reason = self.prune_reasons.get(trial.trial_id)
+            self._line(trial, f"stopped early (pruned: {describe_stop(reason)})" if reason else "stopped early")
         else:
             self._line(trial, "complete")
 
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._reports[trial.trial_id] = 0  # a first start, or a retry's
+        if self.live is not None:
+            self.live.started(trial.trial_id, trial.config.get(NUMBER, "?"))
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
         self._reports[trial.trial_id] = self._reports.get(trial.trial_id, 0) + 1
+        if self.live is not None and isinstance(result.get("epoch"), int):
+            self.live.epoch(trial.trial_id, result["epoch"])
+
+    def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
+        if self.live is not None:
+            self.live.refresh()
 
     def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         """Tune runs a failed attempt again (its worker or node died, or it raised; ``tuner.max_failures``):
@@ -148,9 +164,15 @@ class SweepProgress(Callback):
             trial, r.get("lwnas_error", "worker error (the worker died before reporting)"), r.get("lwnas_traceback")
         )
 
+    def close(self) -> None:
+        """Take the live line off the terminal (the sweep ended, or stopped)."""
+        if self.live is not None:
+            self.live.stop()
+
     def finish(self, interrupted: bool, storage: str) -> None:
+        self.close()
         # the front is the sweep's result: on stdout, as `lwnas status` prints it (progress and advice: stderr)
-        print_front(self.ot_study, self.study, Console(soft_wrap=True))
+        on_front = print_front(self.ot_study, self.study, Console(soft_wrap=True))
         name = self.ot_study.study_name
         url = storage_arg(storage)  # shell-quoted; never the password
         if url != shlex.quote(storage):
@@ -161,15 +183,97 @@ class SweepProgress(Callback):
                 f"[yellow]stopped before the budget was spent[/yellow]; continue with: "
                 f"{escape(f'lwnas resume {quoted} --storage {url}')}"
             )
+        export = f"export the front: lwnas export {quoted} --trials pareto --storage {url} -o exported/\n"
+        export = export if on_front else ""  # an empty front has nothing to export
         self.out.print(
             escape(
                 f"status: lwnas status {quoted} --storage {url}\n"
                 f"browse the fronts: lwnas dashboard --storage {url}\n"
-                f"export the front: lwnas export {quoted} --trials pareto --storage {url} -o exported/\n"
+                f"{export}"
                 f"open in Optuna: optuna.load_study(study_name={name!r}, storage=<the storage URL>)"
             ),
             highlight=False,
         )
+
+
+class LiveLine:
+    """One transient line under the sweep's output on a terminal: the running trials with their epoch and time,
+    how many are done, the time elapsed and an estimate of the time left.
+
+    The estimate assumes every remaining trial trains its full budget of epochs at the rate epochs were
+    trained so far (trials the scheduler stops early make it an upper bound).
+    """
+
+    def __init__(self, out: Console, epochs: int, total: int):
+        from rich.live import Live
+
+        self.epochs, self.total = epochs, total
+        self.start = time.monotonic()
+        self.running: dict[str, tuple[Any, int, float]] = {}  # Ray trial id -> (number, epoch, started)
+        self.done = 0
+        self.epochs_done = 0  # epochs trained by finished trials, and by running ones below
+        # lwnas's own lines go through ``out`` (rich prints them above the live line); sys.stdout and stderr
+        # are left alone: the driver redirects stdout itself while Ray runs
+        self._live = Live(
+            "", console=out, transient=True, auto_refresh=False, redirect_stdout=False, redirect_stderr=False
+        )
+        self._shown = 0.0
+
+    def started(self, trial_id: str, number: Any) -> None:
+        self.running[trial_id] = (number, 0, time.monotonic())
+        self.refresh(force=True)
+
+    def epoch(self, trial_id: str, epoch: int) -> None:
+        if trial_id in self.running:
+            number, _, started = self.running[trial_id]
+            self.running[trial_id] = (number, epoch, started)
+        self.refresh(force=True)
+
+    def finished(self, trial_id: str) -> None:
+        _, epoch, _ = self.running.pop(trial_id, (None, 0, 0.0))
+        self.done += 1
+        self.epochs_done += epoch
+        self.refresh(force=True)
+
+    def text(self) -> str:
+        now = time.monotonic()
+        elapsed = now - self.start
+        shown = ", ".join(
+            f"trial {number} epoch {min(epoch + 1, self.epochs)}/{self.epochs} ({_duration(now - started)})"
+            for number, epoch, started in self.running.values()
+        )
+        trained = self.epochs_done + sum(epoch for _, epoch, _ in self.running.values())
+        if trained:
+            left = (self.total * self.epochs - trained) * elapsed / trained
+            estimate = f"about {_duration(left)} left"
+        else:
+            estimate = "estimating the time left after the first epoch"
+        return (
+            f"running {len(self.running)}{': ' + shown if shown else ''} · {self.done} of {self.total} done · "
+            f"{_duration(elapsed)} elapsed · {estimate}"
+        )
+
+    def refresh(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self._shown >= 1.0:  # Tune's loop steps many times a second
+            self._shown = now
+            if not self._live.is_started:
+                self._live.start()
+            self._live.update(escape(self.text()), refresh=True)
+
+    def stop(self) -> None:
+        if self._live.is_started:
+            self._live.stop()
+
+
+def _duration(seconds: float) -> str:
+    """``42s``, ``3m05s``, ``1h02m``."""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
 def _last_failure(trial: Any) -> str:
@@ -184,9 +288,9 @@ def _last_failure(trial: Any) -> str:
 
 def print_front(
     ot_study: optuna.Study, study: Study | None, out: Console, trials: list[ReadTrial] | None = None
-) -> None:
+) -> int:
     """The front (of seed means) as a table, of ``trials`` when the caller has read them already (``lwnas status``,
-    through ``tuners.fronts.status.read_trials``)."""
+    through ``tuners.fronts.status.read_trials``); returns how many points it holds."""
     groups = (
         seed_groups(ot_study.get_trials(deepcopy=False))
         if trials is None
@@ -207,6 +311,7 @@ def print_front(
         cells = [_fmt(v) + (f" ± {_fmt(s)}" if s else "") for v, s in zip(r.scores, g.std)]
         table.add_row(str(r.number), *cells, str(g.seeds), escape(shown))
     out.print(table)
+    return len(front)
 
 
 def _fmt(value: float) -> str:

@@ -79,6 +79,8 @@ class StudySearcher(Searcher):
         self._epochs: dict[str, list[dict[str, Any]]] = {}
         self._costs: dict[str, dict[str, float | str]] = {}  # the planned static costs: no read-back at the end
         self._retries: dict[str, list[dict[str, Any]]] = {}  # attempts Ray re-ran (``record_retry``)
+        # why the scheduler stopped a trial, by Ray trial id (mo-asha's ``reasons``; the driver links them)
+        self.prune_reasons: dict[str, dict[str, Any]] = {}
 
     def set_search_properties(self, metric: Any, mode: Any, config: dict, **spec: Any) -> bool:
         return True  # the space and the objectives come from the study, not from Tune's config
@@ -238,6 +240,8 @@ class StudySearcher(Searcher):
             return TrialState.FAIL, None
         if len(epochs) < self.study.budget.epochs:
             self._set_attr(trial_id, keys.OUTCOME, Outcome.PRUNED.value)
+            if trial_id in self.prune_reasons:
+                self._set_attr(trial_id, keys.PRUNED_BY, self.prune_reasons[trial_id])
             return TrialState.PRUNED, None
         # a searcher restored from a checkpoint planned none of its running trials: storage has their costs
         costs = self._costs.get(trial_id) or self.store.record(self.numbers[trial_id]).costs

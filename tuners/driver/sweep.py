@@ -30,7 +30,7 @@ from tuners.fronts.objectives import encoded_objectives
 from tuners.planning.check import Prepared, prepare
 from tuners.store import keys
 from tuners.store.connection import StorageError, open_storage
-from tuners.store.outcomes import TERMINAL_OUTCOMES
+from tuners.store.outcomes import TERMINAL_OUTCOMES, Outcome
 from tuners.store.trial_store import TrialStore
 from tuners.store.urls import first_line, masked, scrub, sqlite_path, storage_arg
 
@@ -44,6 +44,10 @@ SAMPLERS_NEEDING_NNI = ("nni-tpe", "nni-evolution")
 
 class SweepError(LwnasError, RuntimeError):
     pass
+
+
+class SweepFailed(SweepError):
+    """Every trial of the study failed: nothing was measured and the front is empty."""
 
 
 class SweepIncomplete(SweepError):
@@ -117,6 +121,11 @@ def requeue_interrupted(ot_study: optuna.Study, storage: Any) -> list[int]:
 def counted_trials(ot_study: optuna.Study) -> int:
     """Trials that used their place in the budget (trained to an outcome)."""
     return sum(t.user_attrs.get(keys.OUTCOME) in TERMINAL_OUTCOMES for t in ot_study.get_trials(deepcopy=False))
+
+
+def failed_trials(ot_study: optuna.Study) -> int:
+    """Trials that used their place in the budget and failed."""
+    return sum(t.user_attrs.get(keys.OUTCOME) == Outcome.FAILED for t in ot_study.get_trials(deepcopy=False))
 
 
 def run_sweep(
@@ -251,6 +260,8 @@ def _drive(
     if rule is not None:
         searcher = StopWhenFrontStalls(searcher, ot_study, store, rule, since)
     scheduler = MOASHA.for_study(study) if study.tuner.scheduler == "mo-asha" else None
+    prune_reasons = scheduler.reasons if scheduler is not None else {}
+    recorder.prune_reasons = prune_reasons  # the trial's record says which rung stopped it and what dominated it
     concurrent = options.max_concurrent or study.tuner.max_concurrent
     _init_ray(options.address, study)
     _check_a_trial_fits(study)
@@ -259,7 +270,14 @@ def _drive(
     run_name = f"{path_component(ot_study.study_name)}-{int(time.time())}"
     log_path = _ray_results_dir() / run_name / "sweep.log"
     progress = SweepProgress(
-        ot_study, study, remaining, out, quiet=options.quiet, log_path=log_path, on_retry=recorder.record_retry
+        ot_study,
+        study,
+        remaining,
+        out,
+        quiet=options.quiet,
+        log_path=log_path,
+        on_retry=recorder.record_retry,
+        prune_reasons=prune_reasons,
     )
     tuner = tune.Tuner(
         trainable,
@@ -290,7 +308,10 @@ def _drive(
         # Ray prints its banners to stdout (keep stdout for results), failed trials' tracebacks go to the log
         # file, and its interrupt advice that contradicts `lwnas resume` is dropped
         with contextlib.redirect_stdout(sys.stderr), quiet_ray_interrupts(), ray_logs_to(log_path):
-            tuner.fit()
+            try:
+                tuner.fit()
+            finally:
+                progress.close()  # the live line goes before anything else is printed
         if lease.lost is None:
             lease.renew()  # a storage that broke while the last trials ran
         if lease.lost is not None:
@@ -313,6 +334,11 @@ def _drive(
         raise reported from None
     if done < budget and not stalled:
         raise SweepIncomplete(f"{done} of {budget} trials done: the sweep stopped before its budget was spent")
+    failed = failed_trials(ot_study)
+    if failed and failed == done:  # the budget is spent and nothing was measured: not a success
+        raise SweepFailed(
+            f"all {failed} trials failed, so the study has no front: the reasons are above and in {log_path}"
+        )
     return ot_study
 
 

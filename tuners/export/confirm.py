@@ -86,17 +86,18 @@ def confirm_trials(
         raise ConfirmError(f"study {ot_study.study_name!r} has no trial on its Pareto front yet")
     names = [o.metric for o in study_objectives(ot_study)]
     out = []
-    for group, role in chosen:
+    for index, (group, role) in enumerate(chosen, 1):
         record = group.members[0]  # the trial itself, exported as `lwnas export` writes it
         config = output / export_file_name(ot_study, record)
         output.mkdir(parents=True, exist_ok=True)
         config.write_text(export_text(ot_study, record))
         run_dir = output / config.stem
         sweep = {m: group.record.scores[names.index(m)] for m in metrics}  # the seed mean (one seed: its value)
+        label = f"[{index}/{len(chosen)}] trial {record.number}"  # each epoch's progress says which, of how many
         if progress:
-            progress(f"training trial {record.number} ({role}) for {epochs} epochs -> {run_dir}")
+            progress(f"{label} ({role}): training for {epochs} epochs -> {run_dir}")
         try:
-            result, _ = train_config_file(config, overrides={"epochs": epochs}, out=run_dir)
+            result, _ = train_config_file(config, overrides={"epochs": epochs}, out=run_dir, label=label)
         except (TrainingError, ValueError) as exc:  # one trial that fails does not stop the others
             out.append(Confirmed(record, role, sweep, None, failure=str(exc)))
             continue

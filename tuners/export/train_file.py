@@ -15,9 +15,11 @@ def train_config_file(
     data: Path | None = None,
     overrides: dict[str, Any] | None = None,
     out: Path | None = None,
+    label: str | None = None,
 ) -> tuple[TrainResult, str]:
     """Train ``config`` (an exported or hand-written file) with ``overrides`` on its training settings;
-    the result and the task's name. With ``out``, checkpoint.pt, metrics.json and config.yaml go there.
+    the result and the task's name. With ``out``, checkpoint.pt, metrics.json and config.yaml go there; ``label``
+    names the run in the progress (``lwnas confirm``: the trial and how many remain).
 
     Raises ConfigError (a bad file or task), ValueError or TrainingError (training failed).
     """
@@ -35,7 +37,7 @@ def train_config_file(
         check_fits(f.config, resolve_device(settings.device), TRAINING_BYTES, "training")
     except CostError as exc:
         raise CostError(f"{config}: {exc}") from None
-    result = run_training(f.config, file_task_built(f, task_name, task_options), settings)
+    result = run_training(f.config, file_task_built(f, task_name, task_options), settings, label=label)
     if out is not None:
         save_run(result, out, task_options, f.metadata.get("provenance"), task=task_name)
     return result, task_name

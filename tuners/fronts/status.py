@@ -54,7 +54,7 @@ def _figures(ot_study: optuna.Study, trials: list[ReadTrial] | None) -> dict[str
         "front": [
             {
                 **front_entry(g, names),
-                **({"latency_device": g.record.costs["latency_device"]} if "latency_device" in g.record.costs else {}),
+                **{k: g.record.costs[k] for k in ("latency_device", "latency_mode") if k in g.record.costs},
             }
             for g in front
         ],

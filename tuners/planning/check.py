@@ -168,6 +168,66 @@ def task_problems(study: Study, task: Task | type[Task]) -> list[tuple[str, str]
     return problems
 
 
+def device_problems(study: Study) -> list[tuple[str, str]]:
+    """A training device this machine does not have: ``training: {device: cuda}`` where torch sees no GPU.
+
+    Only for a run on this machine (``lwnas space validate``, ``lwnas sweep`` without ``--address``): every
+    trial would fail on its first step. A remote cluster may have GPUs this machine lacks; there Ray places
+    a trial only on a node with the ``gpus_per_trial`` it asks for.
+    """
+    if study.training.get("device") != "cuda":
+        return []
+    import socket
+
+    import torch
+
+    if torch.cuda.is_available():
+        return []
+    return [
+        (
+            study.where(("training", "device")),
+            f"`cuda` was asked for, but torch sees no CUDA GPU on this machine ({socket.gethostname()}), so every "
+            f"trial would fail: use `auto` or `cpu`, or sweep on a cluster with GPUs (lwnas sweep --address)",
+        )
+    ]
+
+
+def mo_asha_rungs(max_epochs: int, grace_epochs: int, reduction_factor: int) -> list[int]:
+    """The epochs at which mo-asha judges trials: ``grace * rf**k`` below the full budget."""
+    rungs, milestone = [], grace_epochs
+    while milestone < max_epochs:
+        rungs.append(milestone)
+        milestone *= reduction_factor
+    return rungs
+
+
+def scheduler_warnings(study: Study) -> list[str]:
+    """What makes the study's mo-asha rungs meaningless for its budget (empty when they are not, or no mo-asha)."""
+    if study.tuner.scheduler != "mo-asha":
+        return []
+    rf, grace, epochs, trials = (
+        study.tuner.reduction_factor,
+        study.tuner.grace_epochs,
+        study.budget.epochs,
+        study.budget.trials,
+    )
+    rungs = mo_asha_rungs(epochs, grace, rf)
+    if not rungs:
+        return [
+            f"mo-asha has no rung: budget.epochs {epochs} is not above tuner.grace_epochs {grace}, so it stops "
+            f"no trial; use scheduler none or give more epochs"
+        ]
+    if trials < rf * rf:
+        costs = [o.metric for o in study.objectives if o.is_cost]
+        weighed = f" (rungs weigh every objective, {', '.join(costs)} included)" if costs else ""
+        return [
+            f"mo-asha with {trials} trials and reduction_factor {rf}: a rung (at epoch{'s' if len(rungs) > 1 else ''} "
+            f"{', '.join(map(str, rungs))}) keeps the best 1/{rf} of the few trials that reached it first{weighed}, "
+            f"so most trials may be stopped on little evidence; give at least {rf * rf} trials or use scheduler none"
+        ]
+    return []
+
+
 @dataclass(frozen=True)
 class CostedPoint:
     point: Point

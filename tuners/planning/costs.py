@@ -46,9 +46,10 @@ class StaticCosts:
         self.memory = "memory" in used
         self.latency = bool(used & set(LATENCY_METRICS))
         if self.latency:
-            from trainers.latency import check_device
+            from trainers.latency import check_device, check_mode
 
             check_device(study.latency.device)  # no GPU here: say so before any point is costed
+            check_mode(study.latency.mode, study.latency.device)  # nor a compiler torch.compile needs
         self.checked = 0
         self.rejected_points = 0
         self.rejected: Counter[str] = Counter()  # by constraint; a point may break several
@@ -99,7 +100,8 @@ class StaticCosts:
 
 
 def latency_costs(config: ArchConfig, settings: LatencySettings) -> dict[str, float | str]:
-    """``latency`` (ms, batch 1), ``latency_batch`` (ms at the study's batch size), their CVs and the device line.
+    """``latency`` (ms, batch 1), ``latency_batch`` (ms at the study's batch size), their CVs, the device line and
+    the measurement mode (``latency_mode``: eager, compile or cuda-graph).
 
     Measured here, in the driver, before training (like memory): a latency constraint must reject a point
     before a worker trains it, and one process on one device measures every point of the sweep, so the
@@ -107,7 +109,7 @@ def latency_costs(config: ArchConfig, settings: LatencySettings) -> dict[str, fl
     """
     from trainers.latency import config_latencies
 
-    one, many = config_latencies(config, [1, settings.batch_size], settings.device, settings.threads)
+    one, many = config_latencies(config, [1, settings.batch_size], settings.device, settings.threads, settings.mode)
     return {
         "latency": one.ms,
         "latency_cv": one.cv,
@@ -115,4 +117,5 @@ def latency_costs(config: ArchConfig, settings: LatencySettings) -> dict[str, fl
         "latency_batch_cv": many.cv,
         "latency_batch_size": settings.batch_size,
         "latency_device": one.device,
+        "latency_mode": one.mode,
     }

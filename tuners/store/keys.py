@@ -128,3 +128,7 @@ def epochs_of(attrs: dict[str, Any]) -> list[dict[str, Any]]:
 def plain(value: Any) -> Any:
     """JSON-safe copy (user attributes must be JSON serialisable)."""
     return json.loads(json.dumps(value, default=lambda o: list(o) if isinstance(o, tuple) else str(o)))
+
+
+# why mo-asha stopped the trial: {"rung", "rung_trials", "kept", "dominated_by", "better_in", "values"}
+PRUNED_BY = "pruned_by"
