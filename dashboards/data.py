@@ -147,7 +147,11 @@ RUN_SETTINGS = ("seed", "epochs")
 def knobs_of(record: TrialRecord) -> dict[str, Any]:
     """Every knob of a trial: the full configuration and training settings, with each sampled knob as the
     study file and the CLI write it (``layer_sharing: albert``, not the ``(0x2)`` it resolves to)."""
-    training = {k: v for k, v in record.training.items() if k not in RUN_SETTINGS}
+    training = record.training
+    if any(k in training for k in RUN_SETTINGS):  # a copy less the settings, in C: a comprehension per record
+        training = dict(training)  # was 0.45 s of a 100,000-trial first view
+        for k in RUN_SETTINGS:
+            training.pop(k, None)
     return {**record.config, **training, **record.params}
 
 

@@ -231,6 +231,8 @@ def _records_of(
 
     rows = run("trials")
     single, params["multi"] = _distributions(run("distributions"))
+    if engine.dialect.name == "sqlite" and _most_trials(conn, len(rows)):
+        queries["params"] = queries["params_scan"]
     values, params_ = _values(run("values")), _params(run("params"), single)
     user, system = dict(run("user")), dict(run("system"))
     counts, open_epochs = dict(run("epoch_counts")), dict(run("open_epochs"))
@@ -256,6 +258,13 @@ def _records_of(
         )
         out.append((trial_id, ReadTrial(record, parent_of_attrs(attrs, number))))
     return out
+
+
+def _most_trials(conn: Any, read: int) -> bool:
+    """Whether ``read`` trials are at least half of the database's (trial ids count every study's trials):
+    then reading the params table in its stored order beats a lookup per trial through its index."""
+    (largest,) = conn.exec_driver_sql("SELECT MAX(trial_id) FROM trials").one()
+    return largest is not None and 2 * read >= largest
 
 
 class EpochTexts:
@@ -333,6 +342,11 @@ _QUERIES = {
     "CASE WHEN a.param_name IN :multi THEN a.distribution_json END "
     + _FROM.format(table="trial_params")
     + " ORDER BY a.param_id",
+    # the same rows in the same order, the table scanned in param_id (its rowid) order on SQLite: no lookup per
+    # trial and no sort (1.27 -> 0.89 s for 1.4 million rows); read when a read takes most trials (a first read)
+    "params_scan": "SELECT a.trial_id, a.param_name, a.param_value, "
+    "CASE WHEN a.param_name IN :multi THEN a.distribution_json END FROM trial_params a "
+    "WHERE +a.trial_id IN (SELECT t.trial_id FROM trials t WHERE {scope}) ORDER BY a.param_id",
     "user": "SELECT t.trial_id, {attrs} "
     + _FROM.format(table="trial_user_attributes")
     + f" AND NOT {EPOCH_ROWS} GROUP BY t.trial_id",
