@@ -269,6 +269,9 @@ def parent_of_attrs(user_attrs: dict[str, Any], number: int) -> int:
 def constraints_of(system_attrs: dict[str, Any]) -> dict[str, float]:
     """Constraint values as ``FrozenTrial.constraints`` reads them from system attributes: Optuna's old
     list under ``constraints`` (named "0", "1", ...), then one ``constraints:NAME`` key per constraint."""
-    out = {str(i): c for i, c in enumerate(system_attrs.get("constraints") or [])}
-    out.update({k[len("constraints:") :]: v for k, v in system_attrs.items() if k.startswith("constraints:")})
+    listed = system_attrs.get("constraints")
+    out = {str(i): c for i, c in enumerate(listed)} if listed else {}
+    for key, value in system_attrs.items():  # a loop, not two comprehensions: called once per trial of a read
+        if key.startswith("constraints:"):
+            out[key[len("constraints:") :]] = value
     return out

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
 import orjson
-from optuna.distributions import json_to_distribution
+from optuna.distributions import FloatDistribution, IntDistribution, json_to_distribution
 from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy import String, bindparam, or_, select, text
 
@@ -230,6 +230,8 @@ def _records_of(
             result.close()
 
     rows = run("trials")
+    if engine.dialect.name == "sqlite" and _most_trials(conn, len(rows)):
+        queries["params"], queries["distributions"] = queries["params_scan"], queries["distributions_scan"]
     single, params["multi"] = _distributions(run("distributions"))
     values, params_ = _values(run("values")), _params(run("params"), single)
     user, system = dict(run("user")), dict(run("system"))
@@ -256,6 +258,13 @@ def _records_of(
         )
         out.append((trial_id, ReadTrial(record, parent_of_attrs(attrs, number))))
     return out
+
+
+def _most_trials(conn: Any, read: int) -> bool:
+    """Whether ``read`` trials are at least half of the database's (trial ids count every study's trials):
+    then reading the params table in its stored order beats a lookup per trial through its index."""
+    (largest,) = conn.exec_driver_sql("SELECT MAX(trial_id) FROM trials").one()
+    return largest is not None and 2 * read >= largest
 
 
 class EpochTexts:
@@ -293,12 +302,23 @@ def _values(rows: list) -> dict[int, list[float]]:
 def _params(rows: list, distributions: dict[str, str]) -> dict[int, dict[str, Any]]:
     """Each trial's params in suggestion order (rows come by param_id), as their distributions show them; a row
     carries its own distribution only where its name was stored with several."""
-    external = {name: _distribution(text_).to_external_repr for name, text_ in distributions.items()}
+    external = {name: _external(_distribution(text_)) for name, text_ in distributions.items()}
     by_trial: dict[int, dict[str, Any]] = defaultdict(dict)
     for trial_id, name, value, own in rows:
-        decode = external[name] if own is None else _distribution(own).to_external_repr
-        by_trial[trial_id][name] = decode(value)
+        decode = external[name] if own is None else _external(_distribution(own))
+        by_trial[trial_id][name] = value if decode is None else decode(value)
     return by_trial
+
+
+def _external(distribution: Any) -> Callable[[float], Any] | None:
+    """``distribution.to_external_repr``, or None where it returns the stored number itself (a float
+    distribution's: 1.1 million calls saved at 100,000 trials); an int distribution's is ``int``."""
+    kind = type(distribution)
+    if kind is FloatDistribution:
+        return None
+    if kind is IntDistribution:
+        return int
+    return distribution.to_external_repr
 
 
 # per dialect: a JSON string of a text column, an aggregate joining texts with ",", whether a text is all digits
@@ -333,6 +353,14 @@ _QUERIES = {
     "CASE WHEN a.param_name IN :multi THEN a.distribution_json END "
     + _FROM.format(table="trial_params")
     + " ORDER BY a.param_id",
+    # the same rows in the same order, the table scanned in param_id (its rowid) order on SQLite: no lookup per
+    # trial and no sort (1.27 -> 0.89 s for 1.4 million rows; the distinct distributions 0.57 -> 0.30 s); read
+    # when a read takes most of the database's trials (a first read), as a refresh would scan it all for a few
+    "params_scan": "SELECT a.trial_id, a.param_name, a.param_value, "
+    "CASE WHEN a.param_name IN :multi THEN a.distribution_json END FROM trial_params a "
+    "WHERE +a.trial_id IN (SELECT t.trial_id FROM trials t WHERE {scope}) ORDER BY a.param_id",
+    "distributions_scan": "SELECT DISTINCT a.param_name, a.distribution_json FROM trial_params a "
+    "WHERE +a.trial_id IN (SELECT t.trial_id FROM trials t WHERE {scope})",
     "user": "SELECT t.trial_id, {attrs} "
     + _FROM.format(table="trial_user_attributes")
     + f" AND NOT {EPOCH_ROWS} GROUP BY t.trial_id",
