@@ -48,3 +48,23 @@ def test_lwnas_help_imports_no_heavy_package():
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert "typer" in imported  # the listing is real
     assert sorted(m for m in imported if m.split(".")[0] in HEAVY) == []
+
+
+def test_lwnas_status_imports_no_heavy_package(tmp_path):
+    # a read command: the front table lives in tuners.fronts, below the driver that imports Ray
+    from dashboards.sample import seed_study
+
+    url = f"sqlite:///{tmp_path / 'read.db'}"
+    seed_study(url, name="read", trials=12, seed=0)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", str(LWNAS), "status", "read", "--storage", url],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Pareto front of read" in done.stdout
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "optuna" in imported  # the listing is real
+    assert sorted(m for m in imported if m.split(".")[0] in HEAVY) == []

@@ -199,7 +199,7 @@ def status(
     Without NAME: every study in the storage, with its trials by outcome and its objectives."""
     import json
 
-    from tuners.driver.progress import print_front
+    from tuners.fronts.front_table import print_front
     from tuners.fronts.status import read_trials, study_status
 
     if name is None:

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import sqlalchemy as sa
-from ray.tune import Stopper
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
 from searchspace.errors import LwnasError
@@ -298,19 +297,3 @@ def stale_outcomes(outcomes: dict[str, int], url: str, study_name: str) -> tuple
     if holder is not None:
         return outcomes, holder
     return {("stale" if k == "running" else k): v for k, v in outcomes.items()}, None
-
-
-class LeaseStopper(Stopper):
-    """Ray Tune stopper: ends the whole sweep once the driver has lost its lease (or its storage)."""
-
-    def __init__(self, lease: StudyLease):
-        self.lease = lease
-
-    def __getstate__(self) -> dict:
-        return {"lease": None}  # Tune pickles its experiment state; the lease stays with this driver
-
-    def __call__(self, trial_id: str, result: dict) -> bool:
-        return False
-
-    def stop_all(self) -> bool:
-        return self.lease is not None and self.lease.lost is not None

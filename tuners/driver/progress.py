@@ -19,14 +19,11 @@ import optuna
 from ray.tune import Callback
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
-from searchspace.study import MAXIMIZE, Study
+from searchspace.study import Study
 from tuners.driver.mo_asha import describe_stop
 from tuners.driver.trainable import NUMBER
-from tuners.fronts.objectives import study_objectives
-from tuners.fronts.seeds import groups_of, pareto_front_groups, seed_groups
-from tuners.store.trial_store import ReadTrial
+from tuners.fronts.front_table import print_front
 from tuners.store.urls import storage_arg
 
 RAY_LOGGERS = ("ray.tune", "ray.air", "ray.train")
@@ -284,35 +281,3 @@ def _last_failure(trial: Any) -> str:
         return ""
     lines = text.rsplit("Failure #", 1)[-1].splitlines()[1:]  # after "Failure # n (occurred at ...)"
     return next((line.strip()[:300] for line in lines if line.strip()), "")
-
-
-def print_front(
-    ot_study: optuna.Study, study: Study | None, out: Console, trials: list[ReadTrial] | None = None
-) -> int:
-    """The front (of seed means) as a table, of ``trials`` when the caller has read them already (``lwnas status``,
-    through ``tuners.fronts.status.read_trials``); returns how many points it holds."""
-    groups = (
-        seed_groups(ot_study.get_trials(deepcopy=False))
-        if trials is None
-        else groups_of([t.record for t in trials], {t.record.number: t.parent for t in trials})
-    )
-    objectives = study_objectives(ot_study)
-    front = pareto_front_groups(groups, objectives)  # on seed means
-    count = "1 trial" if len(front) == 1 else f"{len(front)} trials"
-    table = Table(title=f"Pareto front of {ot_study.study_name} ({count})")
-    table.add_column("trial", justify="right")
-    for o in objectives:
-        table.add_column(f"{o.metric} ({'max' if o.direction == MAXIMIZE else 'min'})", justify="right")
-    table.add_column("seeds", justify="right")
-    table.add_column("knobs")
-    for g in front:
-        r = g.record
-        shown = ", ".join(f"{k}={v}" for k, v in r.params.items() if not isinstance(v, float))
-        cells = [_fmt(v) + (f" ± {_fmt(s)}" if s else "") for v, s in zip(r.scores, g.std)]
-        table.add_row(str(r.number), *cells, str(g.seeds), escape(shown))
-    out.print(table)
-    return len(front)
-
-
-def _fmt(value: float) -> str:
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4f}"

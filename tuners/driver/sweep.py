@@ -207,7 +207,7 @@ def _drive(
     from ray import tune
 
     from tuners.driver.front_stop import StopWhenFrontStalls, stalled_in_storage
-    from tuners.driver.lease import LeaseStopper
+    from tuners.driver.lease_stopper import LeaseStopper
     from tuners.driver.mo_asha import MOASHA
     from tuners.driver.progress import SweepProgress, ray_logs_to
     from tuners.driver.searcher import StudySearcher
