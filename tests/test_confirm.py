@@ -65,7 +65,7 @@ def test_the_table_prints_tau_with_its_interval(swept):
     assert "Kendall tau of accuracy, sweep against confirmed:" in result.stdout
     # off a terminal, plain lines: each epoch's names the trial, its place in the run and the epochs to go
     epoch_lines = [line for line in result.stderr.splitlines() if " epoch " in line]
-    assert epoch_lines and all(re.match(r"\[\d+/\d+\] trial \d+: digits epoch [12]/2: ", x) for x in epoch_lines), (
+    assert epoch_lines and all(re.match(r"\[\d+/\d+\] trial \d+: digits epoch [123]/3: ", x) for x in epoch_lines), (
         result.stderr
     )
 

@@ -1,4 +1,5 @@
-"""``lwnas space``: validate, show, sample and export a study's search space."""
+"""``lwnas space validate | show | sample | export-nni``: validate, show and sample a study's search space,
+or export it for NNI."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from searchspace.study import Objective, Study
 from tuners.driver.trainable import NUMBER
-from tuners.fronts.objectives import minimised, nondominated_order
+from tuners.fronts.objectives import dominates, minimised, nondominated_order
 from tuners.planning.check import mo_asha_rungs
 
 
@@ -71,7 +71,7 @@ class MOASHA(FIFOScheduler):
         if ids.index(trial.trial_id) in order[:keep]:
             return TrialScheduler.CONTINUE
         self.stopped.append(trial.trial_id)
-        dominating = [i for i in ids if i != trial.trial_id and _dominates(rung[i], vector)]
+        dominating = [i for i in ids if i != trial.trial_id and dominates(rung[i], vector)]
         self.reasons[trial.trial_id] = {
             "rung": epoch,
             "rung_trials": len(ids),
@@ -87,11 +87,6 @@ class MOASHA(FIFOScheduler):
 
     def debug_string(self) -> str:
         return "MOASHA: " + ", ".join(f"rung {r}: {len(v)} trials" for r, v in self.recorded.items())
-
-
-def _dominates(a: np.ndarray, b: np.ndarray) -> bool:
-    """Minimised ``a`` is no worse than ``b`` in every objective and better in one."""
-    return bool(np.all(a <= b) and np.any(a < b))
 
 
 def describe_stop(reason: dict[str, Any]) -> str:

@@ -117,6 +117,12 @@ def weakly_dominates(a: Any, b: Any) -> bool:
     return bool(np.all(np.asarray(a, dtype=float) <= np.asarray(b, dtype=float)))
 
 
+def dominates(a: Any, b: Any) -> bool:
+    """Minimised point ``a`` is no worse than ``b`` on every objective and better on one."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    return bool(np.all(a <= b) and np.any(a < b))
+
+
 def nondominated(points: np.ndarray) -> np.ndarray:
     """Boolean mask of the rows no other row dominates (minimisation; duplicates all kept)."""
     import moocore

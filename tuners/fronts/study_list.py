@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import optuna
@@ -56,14 +55,18 @@ def list_studies(storage: Any) -> list[StudyLine]:
     studies = sorted(storage.get_all_studies(), key=lambda s: s.study_name)
     ids = {s.study_name: storage.get_study_id_from_name(s.study_name) for s in studies}
     counts = _counts(storage, list(ids.values()))
-    return [
-        StudyLine(
-            s.study_name,
-            _ordered(counts.get(ids[s.study_name], {})),
-            decoded_objectives(s.user_attrs, s.directions, partial(_metric_names, s.study_name, storage)),
+    lines = []
+    for s in studies:
+        name = s.study_name
+        objectives = decoded_objectives(
+            s.user_attrs,
+            s.directions,
+            # a study lwnas did not make has no lwnas:objectives: Optuna's metric names, read only then (the
+            # lambda is called inside this iteration, so it sees this study's name)
+            lambda: optuna.load_study(study_name=name, storage=storage).metric_names,  # noqa: B023
         )
-        for s in studies
-    ]
+        lines.append(StudyLine(name, _ordered(counts.get(ids[name], {})), objectives))
+    return lines
 
 
 def _counts(storage: Any, study_ids: list[int]) -> dict[int, dict[str, int]]:
@@ -97,8 +100,3 @@ def _outcome(state: str, stored: str | None) -> str:
 def _ordered(outcomes: dict[str, int]) -> dict[str, int]:
     rank = {name: i for i, name in enumerate(ORDER)}
     return dict(sorted(outcomes.items(), key=lambda kv: (rank.get(kv[0], len(ORDER)), kv[0])))
-
-
-def _metric_names(name: str, storage: Any) -> list[str] | None:
-    """Optuna's metric names of a study lwnas did not make (it has no ``lwnas:objectives``)."""
-    return optuna.load_study(study_name=name, storage=storage).metric_names
