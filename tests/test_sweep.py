@@ -16,7 +16,17 @@ from pathlib import Path
 import optuna
 import pytest
 import yaml
-from helpers.procs import COUNTED, PG_URL, outcome, postgres_or_skip, run_proc
+from helpers.procs import (
+    COUNTED,
+    PG_URL,
+    TINY_STUDY,
+    lwnas,
+    one_error,
+    outcome,
+    postgres_or_skip,
+    read_trials,
+    run_proc,
+)
 from helpers.studies import summary, sweep, write_study
 
 from searchspace.files import load_config_file
@@ -259,3 +269,29 @@ def test_a_trial_that_raises_or_diverges_fails_alone(tmp_path):
     log = Path(raised_line[1]).read_text()
     assert "Traceback (most recent call last)" in log and "cursed plugin: d_model 16 raises" in log
     assert f"trial {nan.number} failed: training failed in epoch 1" in log
+
+
+@pytest.mark.slow
+def test_a_plugin_allowed_on_the_command_line_trains_in_rays_workers(tmp_path):
+    """`--allow-plugin` is the one way an unregistered class trains: the driver checks it, and the Ray workers
+    (other processes) resolve the same reference from what the driver's command line allowed, not from storage."""
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "mytask.py").write_text(
+        "from trainers.tasks.digits import Digits\n\n\nclass MyTask(Digits):\n    name = 'my-task'\n"
+    )
+    work = tmp_path / "elsewhere"  # neither the plugin's folder nor the study's
+    work.mkdir()
+    study = tmp_path / "study.yaml"
+    study.write_text(
+        TINY_STUDY.format(name="allowed", trials=1, epochs=1).replace("task: digits", "task: mytask:MyTask")
+    )
+    url = f"sqlite:///{work / 'lwnas.db'}"
+    refused = lwnas(work, "sweep", study, "--storage", url, PYTHONPATH=str(plugins))
+    assert "is not registered" in one_error(refused) and "--allow-plugin mytask:MyTask" in one_error(refused)
+    ran = lwnas(
+        work, "sweep", study, "--storage", url, "--allow-plugin", "mytask:MyTask", timeout=600, PYTHONPATH=str(plugins)
+    )
+    assert ran.returncode == 0 and "Traceback" not in ran.stderr, ran.stderr[-3000:]
+    (trial,) = read_trials(url, "allowed").values()
+    assert outcome(trial) == "complete" and record_of(trial).task == "mytask:MyTask"
