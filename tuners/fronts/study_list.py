@@ -13,12 +13,11 @@ from sqlalchemy import text
 from searchspace.study import Objective
 from tuners.fronts.objectives import decoded_objectives
 from tuners.store import keys
-from tuners.store.outcomes import Outcome
+from tuners.store.outcomes import Outcome, outcome_of_state
 from tuners.store.record import record_of
 from tuners.store.tables import bulk_engine
 
 # Optuna's state where a trial has no `outcome` attribute yet, as ``record_of`` reads it
-_STATE_OUTCOME = {"COMPLETE": Outcome.COMPLETE.value, "PRUNED": Outcome.PRUNED.value, "FAIL": Outcome.FAILED.value}
 # the order outcomes are shown in (any other comes after, by name)
 ORDER = (*(o.value for o in Outcome), "running", "waiting")
 COUNTS = text(
@@ -94,7 +93,7 @@ def _outcome(state: str, stored: str | None) -> str:
             return str(json.loads(stored))
         except ValueError:
             pass
-    return _STATE_OUTCOME.get(state, state.lower())
+    return outcome_of_state(state)
 
 
 def _ordered(outcomes: dict[str, int]) -> dict[str, int]:

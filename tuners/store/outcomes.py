@@ -19,3 +19,10 @@ class Outcome(StrEnum):
 
 
 TERMINAL_OUTCOMES = (Outcome.COMPLETE, Outcome.PRUNED, Outcome.FAILED)  # count toward the budget
+_FINISHED_STATES = {"COMPLETE": Outcome.COMPLETE, "PRUNED": Outcome.PRUNED, "FAIL": Outcome.FAILED}
+
+
+def outcome_of_state(state: str) -> str:
+    """The outcome of a trial without an ``outcome`` attribute, from Optuna's state name (running, waiting)."""
+    finished = _FINISHED_STATES.get(state)
+    return finished.value if finished else state.lower()

@@ -34,7 +34,7 @@ from tuners.store.keys import (
     epochs_of,
     plain,
 )
-from tuners.store.outcomes import Outcome
+from tuners.store.outcomes import outcome_of_state
 
 
 class StoredEpochs(Sequence):
@@ -207,8 +207,6 @@ def record_from(
     builds records straight from storage rows without a FrozenTrial in between (and passes ``epochs``
     still undecoded, a ``record.StoredEpochs``, instead of the ``epoch:`` keys in ``attrs``)."""
     plan = attrs.get(PLAN) or attrs  # one attribute now; studies from before it hold each field alone
-    finished = {"COMPLETE": Outcome.COMPLETE, "PRUNED": Outcome.PRUNED, "FAIL": Outcome.FAILED}.get(state)
-    default_outcome = finished.value if finished else state.lower()  # running, waiting
     return TrialRecord(
         number=number,
         config=plan.get(CONFIG, {}),
@@ -218,7 +216,7 @@ def record_from(
         seed=plan.get(SEED),
         costs=plan.get(COSTS, {}),
         state=state,
-        outcome=attrs.get(OUTCOME, default_outcome),
+        outcome=attrs[OUTCOME] if OUTCOME in attrs else outcome_of_state(state),
         values=list(values) if values is not None else None,
         params=dict(params),
         constraints=dict(constraints),
