@@ -226,11 +226,16 @@ def test_no_stored_text_becomes_a_link_on_any_tab(browser, tmp_path):
                     assert f"http://{HOST}/{label}" in body, (label, body[-2000:])
             if tab == "Confirmation":
                 assert f"http://{HOST}/n" in body
-        chips = "return document.querySelectorAll('[data-testid=stSidebar] [data-baseweb=tag]').length"
+        # the chips of the sidebar's "Selected trials" (Streamlit 1.67 draws each as a `data-tag` element)
+        chips = (
+            "return document.querySelectorAll("
+            "'[data-testid=stSidebar] [data-testid=stMultiSelectTagsContainer] [data-tag]').length"
+        )
         deadline = time.monotonic() + WAIT_S
         while not browser.execute_script(chips) and time.monotonic() < deadline:  # a click during a rerun is lost
             click(browser, "button", "Select the front")
             time.sleep(3)
+        assert browser.execute_script(chips), "Select the front selected nothing"
         open_tab(browser, "Compare")
         wait_text(browser, "Only knobs that differ")
         no_links(browser, "Compare", 1)

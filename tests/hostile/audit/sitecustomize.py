@@ -9,6 +9,8 @@ import os
 import sys
 
 _ROOT = os.environ.get("LWNAS_AUDIT_ROOT")
+# folders a measuring harness owns (bench/suite_coverage.py: each process's coverage data), not the run's writes
+_IGNORED = tuple(os.path.realpath(p) + os.sep for p in os.environ.get("LWNAS_AUDIT_IGNORE", "").split(os.pathsep) if p)
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 _PATH_EVENTS = {
     "os.mkdir",
@@ -40,7 +42,7 @@ def _outside(path) -> bool:
     if isinstance(path, int):
         return False  # a descriptor already open
     real = os.path.realpath(os.fsdecode(path))
-    return real != os.devnull and not real.startswith(_ROOT + os.sep)
+    return real != os.devnull and not real.startswith((_ROOT + os.sep, *_IGNORED))
 
 
 def _hook(event: str, args: tuple) -> None:
