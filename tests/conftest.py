@@ -1,5 +1,6 @@
 """Shared fixtures; the test plugins' registration (tests/helpers/plugins.py)."""
 
+import os
 import shutil
 import tempfile
 import time
@@ -11,9 +12,10 @@ import pytest
 import torch
 from helpers import plugins
 from helpers.procs import PG_URL, postgres_or_skip
-from helpers.studies import Swept, sweep_shared_study
+from helpers.studies import Swept, shared_study
 
 _registry: Path | None = None
+LONG_MARKERS = ("slow", "browser", "cluster")
 
 
 def pytest_configure(config):
@@ -72,9 +74,11 @@ def study_name(storage_url):
 
 @pytest.fixture(scope="session")
 def swept_study(tmp_path_factory) -> Swept:
-    """The session's one real `lwnas sweep` for the tests that only read a swept study (tests/helpers/studies.py
-    says what it holds). Read it, export from it, confirm it; never add trials to it."""
-    return sweep_shared_study(tmp_path_factory.mktemp("swept-study"))
+    """The test run's one real `lwnas sweep` for the tests that only read a swept study (tests/helpers/studies.py
+    says what it holds), shared by all pytest-xdist workers. Read it, export from it, confirm it; never add
+    trials to it."""
+    base = tmp_path_factory.getbasetemp()  # a worker's own folder under the run's, which all workers share
+    return shared_study((base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "swept-study")
 
 
 def pytest_collection_modifyitems(items):
@@ -87,3 +91,7 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.postgres)
         if "swept_study" in item.fixturenames:
             item.add_marker(pytest.mark.slow)
+    # the modules with long tests first (their order kept), so that pytest-xdist's workers do not end the run
+    # waiting on one long test handed out last; a module stays in one piece for its module-scoped fixtures
+    long = {item.module for item in items if any(item.get_closest_marker(m) for m in LONG_MARKERS)}
+    items.sort(key=lambda item: item.module not in long)

@@ -32,6 +32,7 @@ TINY_CONFIG = (
 
 
 # ---- 6. sqlite://x.db -----------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_two_slash_sqlite_url_is_answered_with_the_three_slash_form_by_every_command(tmp_path):
     study = tmp_path / "tiny.yaml"
     study.write_text(TINY_STUDY.format(name="tiny", trials=1, epochs=1))
@@ -53,6 +54,7 @@ def test_a_two_slash_sqlite_url_is_answered_with_the_three_slash_form_by_every_c
 
 
 # ---- 7. export --checkpoint never overwrites silently; 8. no torchvision notes ---------------------------------
+@pytest.mark.slow
 def test_a_checkpoint_export_keeps_an_existing_model_file_unless_forced(tmp_path):
     (tmp_path / "tiny.yaml").write_text(TINY_CONFIG)
     trained = lwnas(tmp_path, "train", "tiny.yaml", "-o", "run")
@@ -171,6 +173,7 @@ def test_every_help_page_shows_its_flags_without_a_type(tmp_path):
 
 
 # ---- 8 and 10 in one sweep: no Ray token banner; the front on stdout ----------------------------------------
+@pytest.mark.slow
 def test_a_sweep_prints_its_front_on_stdout_and_no_ray_token_banner(tmp_path):
     study = tmp_path / "one.yaml"
     study.write_text(TINY_STUDY.format(name="one", trials=1, epochs=1))

@@ -54,6 +54,7 @@ def test_export_failure_names_the_knob(tmp_path):
     assert not list(model._forward_hooks.values()) and not any(m._forward_hooks for m in model.modules())
 
 
+@pytest.mark.slow
 def test_checkpoint_export_carries_trained_weights(tmp_path):
     """`lwnas train` then `lwnas export --checkpoint`: the files give the trained model's outputs."""
     config = tmp_path / "tiny.yaml"

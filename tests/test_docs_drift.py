@@ -104,6 +104,7 @@ def test_a_study_file_where_a_configuration_belongs_says_so(command):
     ], done.stderr
 
 
+@pytest.mark.slow
 def test_the_readme_cost_commands_run_on_the_readme_configuration(tmp_path):
     text = (ROOT / "README.md").read_text()
     config = next(b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if b.startswith("family:"))

@@ -139,6 +139,7 @@ def test_cuda_training_device_without_a_gpu_is_refused_at_load(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_a_sweep_whose_every_trial_failed_exits_non_zero_without_offering_an_export(tmp_path):
     shutil.copy(ROOT / "tests" / "plugins" / "cursed_task.py", tmp_path / "cursed_task.py")
     (tmp_path / "allfail.yaml").write_text(FAILING_STUDY)
@@ -173,6 +174,7 @@ def test_mo_asha_warns_when_the_budget_is_too_small_for_its_rungs(tmp_path):
 
 
 # ---- 2, 3, 4, 5 on one tiny sweep ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_overrides_live_progress_prune_reasons_and_stale_status(tmp_path):
     shutil.copy(ROOT / "tests" / "plugins" / "constant_task.py", tmp_path / "constant_task.py")
     (tmp_path / "m.yaml").write_text(MO_ASHA_STUDY.format(name="m"))

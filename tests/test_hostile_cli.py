@@ -249,6 +249,7 @@ open_storage(url, create=True).engine.dispose()
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+@pytest.mark.slow
 def test_drivers_setting_up_one_fresh_storage_at_once_all_open_it(tmp_path, backend, request):
     """What two new sweeps race on, made likely: four processes open one fresh storage for a sweep at the same
     instant. Optuna's set-up is not atomic (SQLite: `table studies already exists`, PostgreSQL: a duplicate

@@ -230,6 +230,8 @@ def test_a_knob_added_as_one_field_is_checked_documented_and_demanded(tmp_path):
         "-q",
         "-p",
         "no:cacheprovider",
+        "-n",
+        "0",  # one process: the copy's pyproject asks pytest-xdist for a worker per core
         "tests/test_models_registry.py",
         "-k",
         "exercises_every_knob",

@@ -100,6 +100,7 @@ def test_cost_reports_latency_with_its_device(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None, reason="inductor needs a C compiler")
+@pytest.mark.slow
 def test_cost_measures_latency_compiled_by_torch_compile(tmp_path):
     """``--latency-mode compile``: torch.compile (inductor) compiles in the untimed warm-up; one batch size keeps it
     to one compilation (about 20-50 s on a loaded 2-core machine)."""

@@ -16,6 +16,7 @@ import sys
 import threading
 
 import optuna
+import pytest
 from helpers.procs import lwnas, proc_env
 
 from dashboards.data import TrialCache
@@ -31,6 +32,8 @@ import pathlib, sys, optuna
 from tuners.store import keys
 from tuners.store.connection import open_storage
 from tuners.store.record import TrialRecord, planned_attrs
+
+import pytest
 url, name, stop = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 study = optuna.load_study(study_name=name, storage=open_storage(url, flush_each_commit=False))
@@ -53,6 +56,7 @@ print("written", written)
 """.replace("EPOCHS", str(EPOCHS))
 
 
+@pytest.mark.slow
 def test_status_and_dashboard_poll_while_a_writer_writes(storage_url, study_name, tmp_path):
     url, name = storage_url, study_name  # every backend (tests/conftest.py)
     seed_study(url, name=name, trials=30, seed=1)

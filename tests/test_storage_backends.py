@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "storage_backends.py"
 
 
@@ -19,6 +21,7 @@ def run_bench(*args: str) -> dict:
     return json.loads(out.stdout)
 
 
+@pytest.mark.slow
 def test_concurrent_writers_lose_nothing_and_the_fresh_reader_agrees():
     report = run_bench(
         "--backends",

@@ -3,6 +3,7 @@ tests/conftest.py): a small digits study on SQLite whose result many tests only 
 
 from __future__ import annotations
 
+import fcntl
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,6 +100,35 @@ def summary(trials: dict[int, optuna.trial.FrozenTrial]) -> dict:
 
 
 SHARED = "sq"  # the shared study's name
+
+
+def shared_study(workdir: Path) -> Swept:
+    """The shared study in ``workdir``, swept by the first process of the test run that asks for it.
+
+    Under pytest-xdist every worker asks; one sweeps while the others wait on the folder's lock, then each
+    reads the same study (the sweep's output and settings are kept beside it in ``swept.json``).
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    done = workdir / "swept.json"
+    with open(workdir / "sweep.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also when this process dies
+        if not done.exists():
+            swept = sweep_shared_study(workdir)
+            done.write_text(json.dumps({"budget": swept.budget, "epochs": swept.epochs, "limit": swept.limit}))
+    kept = json.loads(done.read_text())
+    url = f"sqlite:///{workdir / 'lwnas.db'}"
+    output = (workdir / f"{SHARED}.log").read_text(errors="replace")
+    return Swept(
+        SHARED,
+        url,
+        kept["budget"],
+        kept["epochs"],
+        output,
+        read_trials(url, SHARED),
+        workdir,
+        proc_env(workdir),
+        limit=kept["limit"],
+    )
 
 
 def sweep_shared_study(workdir: Path) -> Swept:
