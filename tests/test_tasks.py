@@ -1,5 +1,8 @@
 """Every family trains on its task (the loss falls), failures carry their reason, data plugs in."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -178,3 +181,15 @@ def test_divergence_and_bad_settings_are_reported():
         TrainSettings(schedule="cosin")
     with pytest.raises(ConfigError, match="did you mean `epochs`"):
         TrainSettings.from_dict({"epoch": 3})
+
+
+def test_digits_reads_scikit_learns_file_as_load_digits_does_without_importing_it():
+    code = (
+        "import sys; from trainers.tasks.digits import _digits; images, labels = _digits(); "
+        "assert 'sklearn' not in sys.modules; "
+        "from sklearn.datasets import load_digits; d = load_digits(); import numpy as np; "
+        "assert images.dtype == d.images.dtype and np.array_equal(images, d.images); "
+        "assert np.array_equal(labels, d.target) and labels.dtype.kind == d.target.dtype.kind"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

@@ -6,12 +6,33 @@ attention sees the image's rows and columns; 10-way accuracy. 1,797 images, spli
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from ..metrics import accuracy
 from .base import Split, Task, batches
+
+
+def _digits() -> tuple[np.ndarray, np.ndarray]:
+    """(images (N, 8, 8), labels) of scikit-learn's digits, as ``sklearn.datasets.load_digits`` reads them.
+
+    The file is read from scikit-learn's folder without importing scikit-learn, which costs every trial
+    worker and every ``lwnas train`` of a digits model over a second (it imports scipy and pandas).
+    """
+    spec = importlib.util.find_spec("sklearn")
+    folders = spec.submodule_search_locations if spec is not None else None
+    path = Path(folders[0]) / "datasets" / "data" / "digits.csv.gz" if folders else None
+    if path is None or not path.is_file():  # another layout of scikit-learn: let it read its own file
+        from sklearn.datasets import load_digits
+
+        data = load_digits()
+        return data.images, data.target
+    table = np.loadtxt(path, delimiter=",")  # what load_digits does: 64 pixels and the label per row
+    return table[:, :-1].reshape(-1, 8, 8), table[:, -1].astype(int)
 
 
 def _stratified_split(labels: np.ndarray, seed: int, fractions=(0.6, 0.2, 0.2)) -> list[np.ndarray]:
@@ -33,15 +54,13 @@ class Digits(Task):
         return {"grid": (4, 4), "patch_features": 4, "num_classes": 10}
 
     def load(self, seed: int = 0) -> dict[str, Split]:
-        from sklearn.datasets import load_digits
-
-        data = load_digits()
-        x = torch.tensor(data.images, dtype=torch.float32) / 16.0  # (N, 8, 8)
+        images, target = _digits()
+        x = torch.tensor(images, dtype=torch.float32) / 16.0  # (N, 8, 8)
         x = x.reshape(-1, 4, 2, 4, 2).permute(0, 1, 3, 2, 4).reshape(-1, 16, 4)  # (N, 4x4 patches, 2x2 pixels)
         x = (x - x.mean()) / x.std()
-        y = torch.tensor(data.target, dtype=torch.long)
+        y = torch.tensor(target, dtype=torch.long)
         # The split is fixed (seed 0) whatever the training seed, so results compare across seeds.
-        train, val, test = _stratified_split(data.target, 0)
+        train, val, test = _stratified_split(target, 0)
         return {
             name: {"patches": x[idx], "labels": y[idx]}
             for name, idx in (("train", train), ("val", val), ("test", test))
