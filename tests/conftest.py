@@ -18,8 +18,20 @@ _registry: Path | None = None
 LONG_MARKERS = ("slow", "browser", "cluster")
 
 
+# One intra-op thread for every process the suite starts (unless the caller's environment says otherwise): the suite
+# runs one pytest-xdist worker per core, and each of its processes (this one, `lwnas` commands, `lwnas train`) would
+# otherwise start a torch thread pool per core. Those pools busy-wait for each other: beside a busy machine the same
+# 3-epoch scene-captions training took 73 s of wall and 47 s of CPU on 2 threads, 11 s and 7 s on one (2026-12-01).
+# Ray's trial workers already run on one thread each (Ray sets OMP_NUM_THREADS to a trial's CPUs).
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def pytest_configure(config):
-    """Register tests/plugins as entry points of `lwnas.tasks` unless `pip install -e tests/plugins` did."""
+    """One thread per process (above); register tests/plugins as entry points of `lwnas.tasks` unless
+    `pip install -e tests/plugins` did."""
+    for variable in THREAD_VARIABLES:
+        os.environ.setdefault(variable, "1")
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     global _registry
     if not plugins.installed():
         _registry = Path(tempfile.mkdtemp(prefix="lwnas-test-plugins-"))  # under /tmp: every netns host sees it
