@@ -230,11 +230,13 @@ def knob_groups(parts: Parts) -> dict[Shape, KnobGroup]:
     return groups
 
 
-def kinds_of(numbers: Sequence[int], parts: Parts) -> dict[tuple[int, tuple[str, ...]], list[int]]:
-    """Each kind (``kind_of``) among the rows of ``parts`` and the trial numbers of that kind, in the order of
-    first row."""
+def kinds_of(
+    numbers: Sequence[int], parts: Parts, groups: dict[Shape, KnobGroup] | None = None
+) -> dict[tuple[int, tuple[str, ...]], list[int]]:
+    """Each kind (``kind_of``) among the rows of ``parts`` (grouped: ``groups``, if given) and the trial numbers
+    of that kind, in the order of first row."""
     out: dict[tuple[int, tuple[str, ...]], list[int]] = {}
-    for shape, group in knob_groups(parts).items():
+    for shape, group in (knob_groups(parts) if groups is None else groups).items():
         kind = (-len(shape[0]), tuple(KnobGroup.knobs(shape)))
         out.setdefault(kind, []).extend(numbers[i] for i in group.at)
     return out
@@ -329,19 +331,28 @@ class StudyData:
     # a first load's read as columns (``records`` is then ``LazyRecords`` over them): the table, front and seeds
     # are built from the columns, and a record only where a view asks for one
     columns: TrialColumns | None = field(default=None, repr=False, compare=False)
+    # ``columns``' rows by shape (``knob_groups``; a TrialCache passes those it grouped for the kinds)
+    column_groups: dict[Shape, KnobGroup] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # the fullest config gives the order; records with the same knobs add nothing, so look at each kind once
         if self.kinds is not None:
             kinds = self.kinds
         elif self.columns is not None:
-            kinds = list(kinds_of(self.columns.numbers, column_parts(self.columns)))
+            kinds = list(kinds_of(self.columns.numbers, column_parts(self.columns), self._groups()))
         else:
             kinds = list(kinds_of([r.number for r in self.records], knob_parts(self.records)))
         seen: dict[str, None] = {}
         for _, knobs in sorted(kinds, key=lambda kind: kind[0]):  # stable: equal lengths keep trial order
             seen.update(dict.fromkeys(knobs))
         self.knobs = [k for k in seen if k not in self.metrics]
+
+    def _groups(self) -> dict[Shape, KnobGroup]:
+        """``column_groups``, grouped now if not yet."""
+        assert self.columns is not None
+        if self.column_groups is None:
+            self.column_groups = knob_groups(column_parts(self.columns))
+        return self.column_groups
 
     def knob_row(self, number: int) -> dict[str, Any]:
         """Trial ``number``'s knobs (``knobs_of``), kept once built."""
@@ -426,7 +437,8 @@ class StudyData:
             if spliced is not None:
                 frame = spliced
             elif self.columns is not None:
-                frame = self._table(_column_fields(self.columns, all_costs), costs, column_parts(self.columns))
+                fields = _column_fields(self.columns, all_costs)
+                frame = self._table(fields, costs, column_parts(self.columns), groups=self._groups())
             else:
                 frame = self._rows(self.records, costs)
             frame["seeds"] = pd.Series([self.seeds.get(n) for n in frame["trial"]], index=frame.index)
@@ -440,9 +452,15 @@ class StudyData:
         return self._table(_record_fields(records), costs, knob_parts(records), text_knobs)
 
     def _table(
-        self, fields: dict[str, list[Any]], costs: list[str], parts: Parts, text_knobs: frozenset = frozenset()
+        self,
+        fields: dict[str, list[Any]],
+        costs: list[str],
+        parts: Parts,
+        text_knobs: frozenset = frozenset(),
+        groups: dict[Shape, KnobGroup] | None = None,
     ) -> pd.DataFrame:
-        """The table from its fields (``_record_fields``, ``_column_fields``) and knob parts.
+        """The table from its fields (``_record_fields``, ``_column_fields``) and knob parts (``groups``: them
+        grouped, if given).
 
         Built column by column: a frame from one dict per row spent seconds at 100,000 trials in pandas'
         per-row inference, a list per column takes one pass over the rows each."""
@@ -457,7 +475,7 @@ class StudyData:
             columns[metric] = pd.Series(values, dtype=float).replace([np.inf, -np.inf], np.nan)
         columns.update({c: [cost.get(c, nan) for cost in row_costs] for c in costs})
         # inferred together, as one frame: pandas infers a frame of text columns differently from each column
-        knobs = pd.DataFrame(self._knob_columns(parts, text_knobs), columns=self.knobs, dtype=object)
+        knobs = pd.DataFrame(self._knob_columns(parts, text_knobs, groups), columns=self.knobs, dtype=object)
         columns.update((str(name), column) for name, column in knobs.infer_objects().items())
         columns["seeds"] = [None] * len(fields["trial"])
         columns.update(
@@ -524,11 +542,15 @@ class StudyData:
     def knob_values(self, knob: str) -> list[Any]:
         """A knob's value in every trial, one type per column: mixed or missing values become text."""
         if knob not in self._knob_cache:
-            parts = column_parts(self.columns) if self.columns is not None else knob_parts(self.records)
-            self._knob_cache.update(self._knob_columns(parts))
+            if self.columns is not None:
+                self._knob_cache.update(self._knob_columns(column_parts(self.columns), groups=self._groups()))
+            else:
+                self._knob_cache.update(self._knob_columns(knob_parts(self.records)))
         return self._knob_cache[knob]
 
-    def _knob_columns(self, parts: Parts, as_text: frozenset = frozenset()) -> dict[str, list[Any]]:
+    def _knob_columns(
+        self, parts: Parts, as_text: frozenset = frozenset(), groups: dict[Shape, KnobGroup] | None = None
+    ) -> dict[str, list[Any]]:
         """Each knob's cells over the rows of ``parts`` (``knob_parts``) as the table shows them (lists and
         dicts as text; a column of mixed or missing values all text, as are the knobs in ``as_text``).
 
@@ -536,7 +558,7 @@ class StudyData:
         once with ``zip``, then each column is checked once, instead of one lookup per cell (3.5 million at
         100,000 trials) or a merged ``knobs_of`` dict per record."""
         columns = {k: np.full(len(parts[0]), None, dtype=object) for k in self.knobs}
-        for shape, group in knob_groups(parts).items():
+        for shape, group in (knob_groups(parts) if groups is None else groups).items():
             at = np.asarray(group.at)
             for knob, knob_cells in group.columns(shape).items():
                 if knob in columns:
@@ -645,13 +667,14 @@ class TrialCache:
         refresh (``_settle``). Returns how many trials were read."""
         assert self._store is not None
         columns = self._store.columns_since()  # bulk SQL: every trial
-        for kind, numbers in kinds_of(columns.numbers, column_parts(columns)).items():
+        groups = knob_groups(column_parts(columns))  # once: the kinds here, the table's knob columns later
+        for kind, numbers in kinds_of(columns.numbers, column_parts(columns), groups).items():
             self._kind_of.update(dict.fromkeys(numbers, kind))
             self._kind_trials.setdefault(kind, set()).update(numbers)
         self._parents = {n: p for n, p in zip(columns.numbers, columns.parents()) if n != p}
         self._pending = columns
         self._attrs = attrs
-        self._data = self._study_data(storage, study_id, attrs, set(columns.numbers), None, columns)
+        self._data = self._study_data(storage, study_id, attrs, set(columns.numbers), None, columns, groups)
         return len(columns)
 
     def _settle(self) -> None:
@@ -697,6 +720,7 @@ class TrialCache:
         changed: set[int],
         live: LiveView | None,
         columns: TrialColumns | None = None,
+        groups: dict[Shape, KnobGroup] | None = None,
     ) -> StudyData:
         objectives = objectives_of(storage, self.name, attrs, storage.get_study_directions(study_id))
         version = (self._data.version + 1) if self._data else 0
@@ -720,6 +744,7 @@ class TrialCache:
             live=live,
             kinds=sorted(self._kind_trials, key=lambda kind: min(self._kind_trials[kind])),
             columns=columns,
+            column_groups=groups,
         )
 
 
