@@ -286,7 +286,10 @@ def main() -> None:
         if args.compare:
             args.old_root = Path(tmp) / "old"
             git = ["git", "-C", str(repo)]
-            subprocess.run([*git, "worktree", "add", "--detach", str(args.old_root), args.compare], check=True)
+            # git's messages to stderr: stdout is the JSON
+            subprocess.run(
+                [*git, "worktree", "add", "--detach", str(args.old_root), args.compare], check=True, stdout=sys.stderr
+            )
         try:
             monitor = LoadMonitor(threads=1)
             sizes = []
@@ -295,7 +298,9 @@ def main() -> None:
                 log(json.dumps(sizes[-1]))  # each size as it finishes: a run stopped early keeps the smaller ones
         finally:
             if args.old_root:
-                subprocess.run([*git, "worktree", "remove", "--force", str(args.old_root)], check=True)
+                subprocess.run(
+                    [*git, "worktree", "remove", "--force", str(args.old_root)], check=True, stdout=sys.stderr
+                )
     report = {"backend": url.split(":", 1)[0], "compare": args.compare, "sizes": sizes, "machine": monitor.report()}
     print(json.dumps(report, indent=2))
 
