@@ -685,6 +685,9 @@ class TrialCache:
             reads = [(columns.record(i), parents[i]) for i in range(len(columns))]
             self._records.update((record.number, record) for record, _ in reads)
             self._live.update(reads)
+            if self._data is not None and self._data.columns is columns:
+                # the fronts the first view computed are over these same candidates: the next ones start from them
+                self._live.memo.keep(dict(self._data._fronts))  # a copy in one step: sessions may add fronts
 
     def _refresh(self, storage: Any, study_id: int, attrs: dict[str, Any]) -> int:
         """The trials new or changed since the last load; returns how many."""
