@@ -15,6 +15,7 @@ import itertools
 import math
 import threading
 import uuid
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -31,9 +32,11 @@ from tuners.fronts.objectives import (
     front_reference_point,
     hypervolume_over_trials,
     nondominated_records,
+    nondominated_rows,
 )
 from tuners.fronts.seeds import SeedGroup, groups_of
 from tuners.store import keys
+from tuners.store.columns import LazyRecords, TrialColumns
 from tuners.store.connection import open_storage
 from tuners.store.outcomes import Outcome
 from tuners.store.record import TrialRecord, record_of
@@ -160,10 +163,143 @@ def kind_of(record: TrialRecord, knobs: dict[str, Any]) -> tuple[int, tuple[str,
     return -len(record.config), tuple(knobs)
 
 
+Shape = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]  # the names in a record's config, training, params
+
+
+@dataclass
+class KnobGroup:
+    """The records whose config, training and params have the same names in the same order (a study has a few
+    such shapes): their knobs are transposed together, without a merged ``knobs_of`` dict per record."""
+
+    at: list[int] = field(default_factory=list)  # positions in the records grouped
+    config: list[tuple] = field(default_factory=list)  # each record's config values, in ``shape[0]`` order
+    training: list[tuple] = field(default_factory=list)
+    params: list[tuple] = field(default_factory=list)
+
+    @staticmethod
+    def knobs(shape: Shape) -> dict[str, tuple[int, int]]:
+        """``knobs_of``'s names for records of ``shape`` in its order, each with where its value comes from
+        (0 config, 1 training, 2 params; and the index there): params over training over config."""
+        config, training, params = shape
+        out = {name: (0, i) for i, name in enumerate(config)}
+        for source, names in ((1, training), (2, params)):
+            for i, name in enumerate(names):
+                if not (source == 1 and name in RUN_SETTINGS):
+                    out[name] = (source, i)  # a name already there keeps its place, as in ``{**a, **b}``
+        return out
+
+    def columns(self, shape: Shape) -> dict[str, tuple]:
+        """Each knob's cells over this group's records (``knobs`` order)."""
+        sources = [
+            list(zip(*values)) if values and values[0] else [] for values in (self.config, self.training, self.params)
+        ]
+        return {name: sources[source][i] for name, (source, i) in self.knobs(shape).items()}
+
+
+Parts = tuple[Sequence[dict[str, Any]], Sequence[dict[str, Any]], Sequence[dict[str, Any]]]
+
+
+def knob_parts(records: Sequence[TrialRecord]) -> Parts:
+    """The configs, training settings and params of ``records``: what ``knobs_of`` merges."""
+    return [r.config for r in records], [r.training for r in records], [r.params for r in records]
+
+
+def column_parts(columns: TrialColumns) -> Parts:
+    """``knob_parts`` of a read's columns, without a record (a plan stored before one: empty dicts)."""
+    plans = columns.plans()
+    empty: dict[str, Any] = {}
+    return (
+        [p.get(keys.CONFIG, empty) for p in plans],
+        [p.get(keys.TRAINING, empty) for p in plans],
+        columns.params,
+    )
+
+
+def knob_groups(parts: Parts) -> dict[Shape, KnobGroup]:
+    """Rows grouped by shape (``KnobGroup``), in the order of each shape's first row."""
+    groups: dict[Shape, KnobGroup] = {}
+    for i, (config, training, params) in enumerate(zip(*parts)):
+        shape = (tuple(config), tuple(training), tuple(params))
+        group = groups.get(shape)
+        if group is None:
+            group = groups[shape] = KnobGroup()
+        group.at.append(i)
+        group.config.append(tuple(config.values()))
+        group.training.append(tuple(training.values()))
+        group.params.append(tuple(params.values()))
+    return groups
+
+
+def kinds_of(
+    numbers: Sequence[int], parts: Parts, groups: dict[Shape, KnobGroup] | None = None
+) -> dict[tuple[int, tuple[str, ...]], list[int]]:
+    """Each kind (``kind_of``) among the rows of ``parts`` (grouped: ``groups``, if given) and the trial numbers
+    of that kind, in the order of first row."""
+    out: dict[tuple[int, tuple[str, ...]], list[int]] = {}
+    for shape, group in (knob_groups(parts) if groups is None else groups).items():
+        kind = (-len(shape[0]), tuple(KnobGroup.knobs(shape)))
+        out.setdefault(kind, []).extend(numbers[i] for i in group.at)
+    return out
+
+
 def _cell(value: Any) -> Any:
     if isinstance(value, (list, tuple, dict)):
         return str(list(value) if isinstance(value, tuple) else value)
     return value
+
+
+def _record_fields(records: Sequence[TrialRecord]) -> dict[str, list[Any]]:
+    """The table's per-trial fields of ``records`` (``values`` and ``costs`` as each record holds them)."""
+    return {
+        "trial": [r.number for r in records],
+        "outcome": [r.outcome for r in records],
+        "state": [r.state for r in records],
+        "values": [r.values for r in records],
+        "costs": [r.costs for r in records],
+        "epochs": [len(r.epochs) for r in records],
+        "wall_time": [r.wall_time for r in records],
+        "host": [r.host for r in records],
+        "failure": [r.failure for r in records],
+        "started": [r.datetime_start for r in records],
+        "completed": [r.datetime_complete for r in records],
+    }
+
+
+def _column_fields(columns: TrialColumns, costs: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
+    """``_record_fields`` of a read's columns (``costs``: each row's planned costs), without a record."""
+    return {
+        "trial": columns.numbers,
+        "outcome": columns.outcomes(),
+        "state": columns.states,
+        "values": columns.values,
+        "costs": list(costs),
+        "epochs": columns.epoch_counts(),
+        "wall_time": columns.attr(keys.WALL_TIME),
+        "host": columns.attr(keys.HOST),
+        "failure": columns.attr(keys.FAILURE),
+        "started": columns.starts,
+        "completed": columns.completes,
+    }
+
+
+class RecordsByNumber(Mapping[int, TrialRecord]):
+    """A read's records by trial number, each built when first asked for (``TrialColumns.record``)."""
+
+    def __init__(self, columns: TrialColumns):
+        self.columns = columns
+        self._row = {n: i for i, n in enumerate(columns.numbers)}
+
+    def __getitem__(self, number: int) -> TrialRecord:
+        return self.columns.record(self._row[number])
+
+    def __contains__(self, number: object) -> bool:
+        return number in self._row
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._row)
+
+    def __len__(self) -> int:
+        return len(self._row)
 
 
 @dataclass
@@ -174,13 +310,13 @@ class StudyData:
     objectives: tuple[Objective, ...]
     spec: dict[str, Any]
     rejected: dict[str, Any] | None
-    records: list[TrialRecord]
+    records: Sequence[TrialRecord]  # a list, or LazyRecords over ``columns``
     version: int = 0  # grows with each change a TrialCache sees
     knobs: list[str] = field(default_factory=list)
     token: str = field(default_factory=lambda: uuid.uuid4().hex)  # unique per load: a key for cached figures
     confirmations: list[dict[str, Any]] = field(default_factory=list)  # `lwnas confirm` runs (tuners.export.confirm)
     parents: dict[int, int] = field(default_factory=dict)  # trial -> the trial it repeats with another seed
-    # each record's knobs (knobs_of), by trial number (a TrialCache passes those it kept)
+    # each record's knobs (knobs_of), by trial number, built when first asked for (``knob_row``)
     knob_rows: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
     _knob_cache: dict[str, list[Any]] = field(default_factory=dict, repr=False)  # knob_values' columns
     # the load this one refreshes and the trials that changed since: its table is reused (see ``frame``)
@@ -192,19 +328,38 @@ class StudyData:
     _fronts: dict[tuple[str, ...], list[TrialRecord]] = field(default_factory=dict, repr=False)
     # the distinct kinds of record (kind_of) in the order of their first trial (a TrialCache keeps them)
     kinds: list[tuple[int, tuple[str, ...]]] | None = field(default=None, repr=False, compare=False)
+    # a first load's read as columns (``records`` is then ``LazyRecords`` over them): the table, front and seeds
+    # are built from the columns, and a record only where a view asks for one
+    columns: TrialColumns | None = field(default=None, repr=False, compare=False)
+    # ``columns``' rows by shape (``knob_groups``; a TrialCache passes those it grouped for the kinds)
+    column_groups: dict[Shape, KnobGroup] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        for r in self.records:
-            if r.number not in self.knob_rows:
-                self.knob_rows[r.number] = knobs_of(r)
         # the fullest config gives the order; records with the same knobs add nothing, so look at each kind once
-        kinds = (
-            self.kinds if self.kinds is not None else {kind_of(r, self.knob_rows[r.number]): None for r in self.records}
-        )
+        if self.kinds is not None:
+            kinds = self.kinds
+        elif self.columns is not None:
+            kinds = list(kinds_of(self.columns.numbers, column_parts(self.columns), self._groups()))
+        else:
+            kinds = list(kinds_of([r.number for r in self.records], knob_parts(self.records)))
         seen: dict[str, None] = {}
         for _, knobs in sorted(kinds, key=lambda kind: kind[0]):  # stable: equal lengths keep trial order
             seen.update(dict.fromkeys(knobs))
         self.knobs = [k for k in seen if k not in self.metrics]
+
+    def _groups(self) -> dict[Shape, KnobGroup]:
+        """``column_groups``, grouped now if not yet."""
+        assert self.columns is not None
+        if self.column_groups is None:
+            self.column_groups = knob_groups(column_parts(self.columns))
+        return self.column_groups
+
+    def knob_row(self, number: int) -> dict[str, Any]:
+        """Trial ``number``'s knobs (``knobs_of``), kept once built."""
+        row = self.knob_rows.get(number)
+        if row is None:
+            row = self.knob_rows[number] = knobs_of(self.by_number[number])
+        return row
 
     @property
     def metrics(self) -> list[str]:
@@ -212,16 +367,29 @@ class StudyData:
 
     @property
     def running(self) -> int:
-        return sum(r.state in ("RUNNING", "WAITING") for r in self.records)
+        states = self.columns.states if self.columns is not None else [r.state for r in self.records]
+        return sum(state in ("RUNNING", "WAITING") for state in states)
 
     @cached_property
-    def by_number(self) -> dict[int, TrialRecord]:
+    def by_number(self) -> Mapping[int, TrialRecord]:
+        if self.columns is not None:
+            return RecordsByNumber(self.columns)
         return {r.number: r for r in self.records}
+
+    @cached_property
+    def _candidate_rows(self) -> np.ndarray:
+        """Positions in ``columns`` of the front candidates (a first load's)."""
+        assert self.columns is not None
+        return np.flatnonzero(self.columns.candidates())
 
     @cached_property
     def candidates(self) -> list[TrialRecord]:
         """Trials that may be on a front (complete, feasible, finite values)."""
-        return self.live.candidates if self.live else front_candidates(self.records)
+        if self.live:
+            return self.live.candidates
+        if self.columns is not None:
+            return [self.columns.record(i) for i in self._candidate_rows]
+        return front_candidates(self.records)
 
     @cached_property
     def seed_groups(self) -> list[SeedGroup]:
@@ -233,6 +401,12 @@ class StudyData:
         """Trial -> how many seeds its point was trained with (complete, feasible trials only)."""
         if self.live:
             return self.live.seeds
+        if self.columns is not None:  # each candidate's group size, counted over the candidates' parents
+            rows = self._candidate_rows
+            numbers = np.asarray(self.columns.numbers)[rows]
+            parents = np.asarray([self.parents.get(int(n), int(n)) for n in numbers], dtype=np.int64)
+            _, group, sizes = np.unique(parents, return_inverse=True, return_counts=True)
+            return dict(zip(numbers.tolist(), sizes[group].tolist()))
         return {m.number: g.seeds for g in self.seed_groups for m in g.members}
 
     @cached_property
@@ -246,7 +420,12 @@ class StudyData:
         After a refresh only the changed trials' rows are built and spliced into the previous load's table
         (at 100,000 trials building every row takes seconds); ``frame_built`` says which way it was made.
         """
-        present = set(itertools.chain.from_iterable(r.costs for r in self.records))  # one pass, not one per cost
+        if self.columns is not None:
+            plans = self.columns.plans()
+            all_costs: Sequence[dict[str, Any]] = [p.get(keys.COSTS, {}) for p in plans]
+        else:
+            all_costs = [r.costs for r in self.records]
+        present = set(itertools.chain.from_iterable(all_costs))  # one pass, not one per cost
         costs = [c for c in COST_METRICS if c not in self.metrics and c in present]
         costs += [c for c in LATENCY_DETAILS if c in present]
         with collector_paused():
@@ -255,42 +434,52 @@ class StudyData:
             previous = self.previous
             spliced = self._spliced(previous, costs) if previous is not None else None
             self.frame_built = "spliced" if spliced is not None else "whole"
-            frame = spliced if spliced is not None else self._rows(self.records, costs)
+            if spliced is not None:
+                frame = spliced
+            elif self.columns is not None:
+                fields = _column_fields(self.columns, all_costs)
+                frame = self._table(fields, costs, column_parts(self.columns), groups=self._groups())
+            else:
+                frame = self._rows(self.records, costs)
             frame["seeds"] = pd.Series([self.seeds.get(n) for n in frame["trial"]], index=frame.index)
         return frame
 
-    def _rows(self, records: list[TrialRecord], costs: list[str], text_knobs: frozenset = frozenset()) -> pd.DataFrame:
+    def _rows(
+        self, records: Sequence[TrialRecord], costs: list[str], text_knobs: frozenset = frozenset()
+    ) -> pd.DataFrame:
         """The table's rows of ``records`` (seeds left empty: they depend on every trial); ``text_knobs`` are
-        shown as text whatever these records hold (the whole table has them so).
+        shown as text whatever these records hold (the whole table has them so)."""
+        return self._table(_record_fields(records), costs, knob_parts(records), text_knobs)
+
+    def _table(
+        self,
+        fields: dict[str, list[Any]],
+        costs: list[str],
+        parts: Parts,
+        text_knobs: frozenset = frozenset(),
+        groups: dict[Shape, KnobGroup] | None = None,
+    ) -> pd.DataFrame:
+        """The table from its fields (``_record_fields``, ``_column_fields``) and knob parts (``groups``: them
+        grouped, if given).
 
         Built column by column: a frame from one dict per row spent seconds at 100,000 trials in pandas'
-        per-row inference, a list per column takes one pass over the records each."""
+        per-row inference, a list per column takes one pass over the rows each."""
         nan = math.nan
-        columns: dict[str, Any] = {
-            "trial": [r.number for r in records],
-            "outcome": [r.outcome for r in records],
-            "state": [r.state for r in records],
-        }
+        columns: dict[str, Any] = {name: fields[name] for name in ("trial", "outcome", "state")}
+        row_values, row_costs = fields["values"], fields["costs"]
         for i, metric in enumerate(self.metrics):
-            values = [r.values[i] if r.values is not None else nan for r in records]
+            values = [v[i] if v is not None else nan for v in row_values]
             if metric in COST_METRICS:
-                values = [float(r.costs.get(metric, v)) for r, v in zip(records, values)]
+                values = [float(c.get(metric, v)) for c, v in zip(row_costs, values)]
             # the worst value of an infeasible trial is not a measurement
             columns[metric] = pd.Series(values, dtype=float).replace([np.inf, -np.inf], np.nan)
-        columns.update({c: [r.costs.get(c, nan) for r in records] for c in costs})
+        columns.update({c: [cost.get(c, nan) for cost in row_costs] for c in costs})
         # inferred together, as one frame: pandas infers a frame of text columns differently from each column
-        knobs = pd.DataFrame(self._knob_columns(records, text_knobs), columns=self.knobs, dtype=object)
+        knobs = pd.DataFrame(self._knob_columns(parts, text_knobs, groups), columns=self.knobs, dtype=object)
         columns.update((str(name), column) for name, column in knobs.infer_objects().items())
+        columns["seeds"] = [None] * len(fields["trial"])
         columns.update(
-            {
-                "seeds": [None] * len(records),
-                "epochs": [len(r.epochs) for r in records],
-                "wall_time": [r.wall_time for r in records],
-                "host": [r.host for r in records],
-                "failure": [r.failure for r in records],
-                "started": [r.datetime_start for r in records],
-                "completed": [r.datetime_complete for r in records],
-            }
+            (name, fields[name]) for name in ("epochs", "wall_time", "host", "failure", "started", "completed")
         )
         for name, column in columns.items():  # pandas' own inference, as for a column of a frame built from rows
             if not isinstance(column, pd.Series):
@@ -323,7 +512,6 @@ class StudyData:
             return None
         kept = old[~old["trial"].isin(self.changed)]
         text = frozenset(k for k in self.knobs if k in old and pd.api.types.is_string_dtype(old[k].dtype))
-        before = previous.knob_rows
         for k in text:
             # A text column stays text in the whole table while every changed trial's cell keeps its type:
             # the column's cell types then only grow (new trials add theirs). A trial whose cell changed type
@@ -331,9 +519,9 @@ class StudyData:
             # only an unchanged row showing '—' keeps it so (an empty cell: text; the string '—': the column
             # holds text either way); otherwise build the whole table rather than keep stale text.
             retyped = any(
-                type(_cell(before[n].get(k))) is not type(_cell(self.knob_rows[n].get(k)))
+                type(_cell(previous.knob_row(n).get(k))) is not type(_cell(self.knob_row(n).get(k)))
                 for n in self.changed
-                if n in before
+                if n in previous.by_number
             )
             if retyped and not kept[k].eq("—").any():
                 return None
@@ -354,26 +542,25 @@ class StudyData:
     def knob_values(self, knob: str) -> list[Any]:
         """A knob's value in every trial, one type per column: mixed or missing values become text."""
         if knob not in self._knob_cache:
-            self._knob_cache.update(self._knob_columns(self.records))
+            if self.columns is not None:
+                self._knob_cache.update(self._knob_columns(column_parts(self.columns), groups=self._groups()))
+            else:
+                self._knob_cache.update(self._knob_columns(knob_parts(self.records)))
         return self._knob_cache[knob]
 
-    def _knob_columns(self, records: list[TrialRecord], as_text: frozenset = frozenset()) -> dict[str, list[Any]]:
-        """Each knob's cells over ``records`` as the table shows them (lists and dicts as text; a column of
-        mixed or missing values all text, as are the knobs in ``as_text``).
+    def _knob_columns(
+        self, parts: Parts, as_text: frozenset = frozenset(), groups: dict[Shape, KnobGroup] | None = None
+    ) -> dict[str, list[Any]]:
+        """Each knob's cells over the rows of ``parts`` (``knob_parts``) as the table shows them (lists and
+        dicts as text; a column of mixed or missing values all text, as are the knobs in ``as_text``).
 
-        Column by column: records with the same knobs (a study has a few such kinds) are transposed at once
-        with ``zip``, then each column is checked once, instead of one lookup per cell (3.5 million at
-        100,000 trials)."""
-        kinds: dict[tuple[str, ...], tuple[list[int], list[tuple]]] = {}
-        rows = self.knob_rows
-        for i, r in enumerate(records):
-            knobs = rows[r.number]
-            at, values = kinds.setdefault(tuple(knobs), ([], []))
-            at.append(i)
-            values.append(tuple(knobs.values()))
-        columns = {k: np.full(len(records), None, dtype=object) for k in self.knobs}
-        for kind, (at, values) in kinds.items():
-            for knob, knob_cells in zip(kind, zip(*values)):
+        Column by column: records of the same shape (``knob_groups``: a study has a few) are transposed at
+        once with ``zip``, then each column is checked once, instead of one lookup per cell (3.5 million at
+        100,000 trials) or a merged ``knobs_of`` dict per record."""
+        columns = {k: np.full(len(parts[0]), None, dtype=object) for k in self.knobs}
+        for shape, group in (knob_groups(parts) if groups is None else groups).items():
+            at = np.asarray(group.at)
+            for knob, knob_cells in group.columns(shape).items():
                 if knob in columns:
                     columns[knob][at] = np.fromiter(knob_cells, dtype=object, count=len(at))
         out = {}
@@ -404,11 +591,15 @@ class StudyData:
             def compute(records: list[TrialRecord]) -> list[TrialRecord]:
                 return nondominated_records(records, self.objectives, idx)
 
-            self._fronts[metrics] = (
-                self.live.memo.front(metrics, self.live.size, compute, lambda: self.candidates)
-                if self.live
-                else compute(self.candidates)
-            )
+            if self.live:
+                front = self.live.memo.front(metrics, self.live.size, compute, lambda: self.candidates)
+            elif self.columns is not None:  # on the candidates' value matrix; records for the members only
+                rows = self._candidate_rows
+                values = self.columns.value_matrix(len(self.objectives))[rows]
+                front = [self.columns.record(rows[i]) for i in nondominated_rows(values, self.objectives, idx)]
+            else:
+                front = compute(self.candidates)
+            self._fronts[metrics] = front
         return self._fronts[metrics]
 
     @cached_property
@@ -429,7 +620,6 @@ class TrialCache:
         self._study_id: int | None = None
         self._store: TrialStore | None = None
         self._records: dict[int, TrialRecord] = {}
-        self._knob_rows: dict[int, dict[str, Any]] = {}  # knobs_of each record, kept until it changes
         self._data: StudyData | None = None
         self._attrs: dict[str, Any] | None = None  # the study's user attributes at the last load
         self._parents: dict[int, int] = {}  # seed repeats (budget.front_seeds) -> their parent trial
@@ -437,6 +627,7 @@ class TrialCache:
         # kind_of each record, and the trials of each kind: a refresh updates the changed trials' only
         self._kind_of: dict[int, tuple] = {}
         self._kind_trials: dict[tuple, set[int]] = {}
+        self._pending: TrialColumns | None = None  # a first load's columns, until a refresh needs records
 
     @property
     def loaded(self) -> bool:
@@ -449,34 +640,71 @@ class TrialCache:
             study_id = storage.get_study_id_from_name(self.name)  # KeyError: no such study
             if study_id != self._study_id:  # first load, or the study was deleted and created again
                 self._study_id, self._records, self._data, self._parents = study_id, {}, None, {}
-                self._knob_rows = {}
                 self._store = TrialStore(storage, study_id)
                 self._live = LiveSets()
                 self._kind_of, self._kind_trials = {}, {}
+                self._pending = None
             assert self._store is not None  # set with the study id above
             # one pause around the read and what is built from it: the read's own pause ending in between
             # let the collector's next pass walk every object the read made (1.4 s at 100,000 trials)
             with collector_paused():
-                trials = self._store.records_since()  # bulk SQL: every trial, then the new and changed ones
                 attrs = storage.get_study_user_attrs(study_id)  # `lwnas confirm` changes these, not the trials
-                for record, parent in trials:
-                    self._records[record.number] = record
-                    self._knob_rows[record.number] = knobs_of(record)
-                    self._count_kind(record)
-                    if parent != record.number:
-                        self._parents[record.number] = parent
-                live = self._live.update([(read.record, read.parent) for read in trials])
-                if trials or self._data is None or attrs != self._attrs:
-                    self._attrs = attrs
-                    self._data = self._study_data(
-                        storage, study_id, attrs, {read.record.number for read in trials}, live
-                    )
-                if len(trials) > FREEZE_AFTER:
+                if self._data is None:
+                    read = self._first_load(storage, study_id, attrs)
+                else:
+                    read = self._refresh(storage, study_id, attrs)
+                if read > FREEZE_AFTER:
                     # the records live as long as the dashboard: keep the collector's passes off them (at
                     # 100,000 trials each pass walks millions of objects); reference counting still frees them.
                     # Frozen before the pause ends, so no pass walks them even once
                     gc.freeze()
+            assert self._data is not None
             return self._data
+
+    def _first_load(self, storage: Any, study_id: int, attrs: dict[str, Any]) -> int:
+        """Every trial, read as columns: the table, front and seeds come from them, and a record is built
+        only where a view asks for one. The records and live sets a refresh works on wait for the first
+        refresh (``_settle``). Returns how many trials were read."""
+        assert self._store is not None
+        columns = self._store.columns_since()  # bulk SQL: every trial
+        groups = knob_groups(column_parts(columns))  # once: the kinds here, the table's knob columns later
+        for kind, numbers in kinds_of(columns.numbers, column_parts(columns), groups).items():
+            self._kind_of.update(dict.fromkeys(numbers, kind))
+            self._kind_trials.setdefault(kind, set()).update(numbers)
+        self._parents = {n: p for n, p in zip(columns.numbers, columns.parents()) if n != p}
+        self._pending = columns
+        self._attrs = attrs
+        self._data = self._study_data(storage, study_id, attrs, set(columns.numbers), None, columns, groups)
+        return len(columns)
+
+    def _settle(self) -> None:
+        """Take the first load's trials into the records and live sets a refresh updates."""
+        columns, self._pending = self._pending, None
+        if columns is not None:
+            parents = columns.parents()
+            reads = [(columns.record(i), parents[i]) for i in range(len(columns))]
+            self._records.update((record.number, record) for record, _ in reads)
+            self._live.update(reads)
+            if self._data is not None and self._data.columns is columns:
+                # the fronts the first view computed are over these same candidates: the next ones start from them
+                self._live.memo.keep(dict(self._data._fronts))  # a copy in one step: sessions may add fronts
+
+    def _refresh(self, storage: Any, study_id: int, attrs: dict[str, Any]) -> int:
+        """The trials new or changed since the last load; returns how many."""
+        assert self._store is not None
+        trials = self._store.records_since()  # bulk SQL: the new and changed trials
+        if not trials and attrs == self._attrs:
+            return 0
+        self._settle()
+        for record, parent in trials:
+            self._records[record.number] = record
+            self._count_kind(record)
+            if parent != record.number:
+                self._parents[record.number] = parent
+        live = self._live.update([(read.record, read.parent) for read in trials])
+        self._attrs = attrs
+        self._data = self._study_data(storage, study_id, attrs, {read.record.number for read in trials}, live)
+        return len(trials)
 
     def _count_kind(self, record: TrialRecord) -> None:
         old = self._kind_of.get(record.number)
@@ -484,11 +712,18 @@ class TrialCache:
             self._kind_trials[old].discard(record.number)
             if not self._kind_trials[old]:
                 del self._kind_trials[old]
-        kind = self._kind_of[record.number] = kind_of(record, self._knob_rows[record.number])
+        kind = self._kind_of[record.number] = kind_of(record, knobs_of(record))
         self._kind_trials.setdefault(kind, set()).add(record.number)
 
     def _study_data(
-        self, storage: Any, study_id: int, attrs: dict[str, Any], changed: set[int], live: LiveView
+        self,
+        storage: Any,
+        study_id: int,
+        attrs: dict[str, Any],
+        changed: set[int],
+        live: LiveView | None,
+        columns: TrialColumns | None = None,
+        groups: dict[Shape, KnobGroup] | None = None,
     ) -> StudyData:
         objectives = objectives_of(storage, self.name, attrs, storage.get_study_directions(study_id))
         version = (self._data.version + 1) if self._data else 0
@@ -503,15 +738,16 @@ class TrialCache:
             objectives,
             attrs.get(keys.STUDY_SPEC) or {},
             attrs.get(keys.STUDY_REJECTED),
-            [self._records[n] for n in sorted(self._records)],
+            LazyRecords(columns) if columns is not None else [self._records[n] for n in sorted(self._records)],
             version,
             confirmations=list(attrs.get(keys.STUDY_CONFIRMATIONS, [])),
             parents=dict(self._parents),
-            knob_rows=dict(self._knob_rows),
             previous=previous,
             changed=changed,
             live=live,
             kinds=sorted(self._kind_trials, key=lambda kind: min(self._kind_trials[kind])),
+            columns=columns,
+            column_groups=groups,
         )
 
 

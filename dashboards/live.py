@@ -47,6 +47,12 @@ class FrontMemo:
                 self._fronts[metrics] = (size, front)
         return front
 
+    def keep(self, fronts: dict[tuple[str, ...], list[TrialRecord]]) -> None:
+        """Keep fronts computed elsewhere over every candidate added so far (a first load's, from its columns)."""
+        with self._lock:
+            for metrics, front in fronts.items():
+                self._fronts[metrics] = (len(self.added), list(front))
+
 
 @dataclass(frozen=True)
 class LiveView:

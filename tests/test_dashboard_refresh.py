@@ -171,3 +171,53 @@ def test_refreshed_groups_and_fronts_equal_a_build_from_scratch(tmp_path):
     assert [r.number for r in unseen.front()] == [
         r.number for r in nondominated_records(front_candidates(unseen.records), unseen.objectives, [0, 1, 2])
     ]
+
+
+def test_a_first_load_from_columns_equals_the_one_built_from_records(tmp_path):
+    """A first load is read as columns (``TrialStore.columns_since``): its table, knobs, candidates, seeds and
+    fronts must equal those built from its records, the way a refresh builds them, and its records equal what
+    ``records_since`` reads; a refresh then takes its trials in (``TrialCache._settle``)."""
+    from dashboards.data import RecordsByNumber
+    from tuners.store.columns import LazyRecords
+    from tuners.store.connection import open_storage
+    from tuners.store.trial_store import TrialStore
+
+    url = f"sqlite:///{tmp_path / 'columns.db'}"
+    objectives = ("accuracy", "params", "madds")
+    study = seed_study(url, name="columns", trials=40, objectives=objectives)
+    first = study.trials[3]
+    study.add_trial(  # a seed repeat: its point has 2 seeds
+        optuna.trial.create_trial(
+            params=first.params,
+            distributions=first.distributions,
+            values=first.values,
+            constraints={"params": -1.0},
+            user_attrs={**first.user_attrs, keys.SEED_OF: 3},
+        )
+    )
+    planned = study.trials[7]
+    study.enqueue_trial(planned.params)
+    running = study.ask()
+    running.set_user_attr(keys.PLAN, planned.user_attrs[keys.PLAN])
+
+    cache = TrialCache(url, "columns")
+    data = cache.load()
+    assert isinstance(data.records, LazyRecords) and isinstance(data.by_number, RecordsByNumber)
+    records = [read.record for read in TrialStore.of(open_storage(url), "columns").records_since()]
+    built = dataclasses.replace(
+        data, records=records, columns=None, live=None, kinds=None, knob_rows={}, _knob_cache={}, _fronts={}
+    )
+    pd.testing.assert_frame_equal(data.frame, built.frame)
+    assert data.knobs == built.knobs and data.running == built.running == 1
+    assert data.candidates == built.candidates and data.seeds == built.seeds and data.seeds[3] == 2
+    for metrics in (None, ["accuracy", "params"], ["params", "madds"]):
+        assert data.front(metrics) == built.front(metrics)
+    assert list(data.records) == records and dict(data.by_number) == built.by_number
+    assert data.knob_values("layer_sharing") == built.knob_values("layer_sharing")
+
+    study.tell(running, [0.99, 1.0, 1.0])  # on every front
+    refreshed = cache.load()
+    _ = refreshed.frame
+    assert refreshed.frame_built == "spliced"
+    assert_same_sets(refreshed, from_scratch(url, "columns"), (["accuracy", "params"],))
+    assert refreshed.front()[0].number == running.number

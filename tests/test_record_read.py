@@ -82,6 +82,38 @@ def test_incremental_read_returns_what_changed(storage_url, study_name):
     assert reader.records_since() == []
 
 
+def columns_read(reader: TrialStore) -> list[tuple[object, int, str, bool]]:
+    """What ``columns_since`` read, row by row: record, parent, outcome and whether a front candidate."""
+    columns = reader.columns_since()
+    rows = zip(columns.records(), columns.parents(), columns.outcomes(), columns.candidates())
+    return [(record, parent, outcome, bool(candidate)) for record, parent, outcome, candidate in rows]
+
+
+def test_a_read_as_columns_gives_the_records_and_moves_the_same_point(storage_url, study_name):
+    """``columns_since`` reads what ``records_since`` reads from the same point (and moves it the same way);
+    its per-field columns agree with the records (``front_candidates``, outcomes, epoch counts)."""
+    from tuners.fronts.objectives import front_candidates
+
+    storage, sid, study = richest_study(storage_url, study_name)
+    reader, other = TrialStore(storage, sid), TrialStore(storage, sid)
+    rows, reads = columns_read(reader), other.records_since()
+    assert [(r, p) for r, p, _, _ in rows] == [(read.record, read.parent) for read in reads]
+    assert [o for _, _, o, _ in rows] == [read.record.outcome for read in reads]
+    candidates = {r.number for r in front_candidates([read.record for read in reads])}
+    assert {r.number for r, _, _, c in rows if c} == candidates and candidates
+    assert reader.columns_since().records() == []  # nothing changed
+    running = next(read.record for read in reads if read.record.state == "RUNNING")
+    study.tell(running.number, [0.9, 1000.0])
+    changed = [r.number for r, *_ in columns_read(reader)]
+    assert changed == [read.record.number for read in other.records_since()] == [running.number]
+    mem = optuna.storages.InMemoryStorage()
+    mem_sid = mem.create_new_study([optuna.study.StudyDirection.MINIMIZE], "mem")
+    mem.create_new_trial(mem_sid)
+    assert [r for r, *_ in columns_read(TrialStore(mem, mem_sid))] == [
+        record_of(t) for t in mem.get_all_trials(mem_sid)
+    ]
+
+
 def test_other_storages_read_through_optuna(storage_url, study_name):
     _, sid, _ = richest_study(storage_url, study_name)
     storage = optuna.storages.InMemoryStorage()

@@ -161,6 +161,42 @@ def test_a_record_missing_a_planned_field_is_refused():
         TrialRecord.from_worker(planned)
 
 
+def test_a_record_read_from_parts_is_the_dataclass_built_field_by_field():
+    """``record_from`` sets the fields in one go, bypassing the frozen dataclass's ``__init__``: it must set
+    exactly the dataclass's fields, equal to the record ``__init__`` builds, and stay frozen."""
+    from dataclasses import FrozenInstanceError, fields
+
+    from tuners.store.record import RECORD_FIELDS, record_from
+
+    attrs = {
+        keys.PLAN: {keys.CONFIG: {"d_model": 32}, keys.TRAINING: {"lr": 0.01}, keys.TASK: "digits", keys.SEED: 3},
+        keys.OUTCOME: "complete",
+        keys.HOST: "h",
+        keys.epoch_key(1): {"epoch": 1, "val_accuracy": 0.5},
+    }
+    read = record_from(4, "COMPLETE", (0.5, 10.0), {"d_model": 32}, attrs, {"params": -1.0}, "s", "c")
+    built = TrialRecord(
+        number=4,
+        config={"d_model": 32},
+        training={"lr": 0.01},
+        task="digits",
+        seed=3,
+        state="COMPLETE",
+        outcome="complete",
+        values=[0.5, 10.0],
+        params={"d_model": 32},
+        constraints={"params": -1.0},
+        epochs=[{"epoch": 1, "val_accuracy": 0.5}],
+        host="h",
+        datetime_start="s",
+        datetime_complete="c",
+    )
+    assert tuple(vars(read)) == RECORD_FIELDS == tuple(f.name for f in fields(TrialRecord)) == tuple(vars(built))
+    assert read == built
+    with pytest.raises(FrozenInstanceError):
+        read.number = 5  # type: ignore[misc]
+
+
 # ---- a study written by an earlier lwnas -------------------------------------------------------------
 OLD_EPOCHS = [
     {"epoch": 1, "val_accuracy": 0.25, "train_loss": 2.1, "wall_time": 1.0},

@@ -233,6 +233,18 @@ def nondominated_records(
     return sorted((r for r, keep in zip(records, mask) if keep), key=lambda r: _values(r)[idx[0]])
 
 
+def nondominated_rows(values: np.ndarray, objectives: Sequence[Objective], on: Sequence[int]) -> np.ndarray:
+    """``nondominated_records`` on a value matrix: the positions of the rows of ``values`` (``(n, objectives)``,
+    candidates' values in trial order) no other row dominates on the objectives numbered ``on``, sorted by the
+    first of them (ties in row order, as ``nondominated_records`` keeps them)."""
+    idx = list(on)
+    if len(values) == 0:
+        return np.zeros(0, dtype=np.int64)
+    points = np.asarray(values, dtype=float)[:, idx]
+    kept = np.flatnonzero(nondominated(minimised(points, [objectives[i] for i in idx])))
+    return kept[np.argsort(points[kept, 0], kind="stable")]
+
+
 def pareto_front(records: Sequence[TrialRecord], objectives: Sequence[Objective]) -> list[TrialRecord]:
     """Non-dominated candidate trials (the same set as Optuna's ``best_trials``), sorted by objective 0."""
     return nondominated_records(front_candidates(records), objectives)

@@ -31,13 +31,19 @@ from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
 import orjson
-from optuna.distributions import FloatDistribution, IntDistribution, json_to_distribution
+from optuna.distributions import (
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+    json_to_distribution,
+)
 from optuna.trial import FrozenTrial, TrialState
 from sqlalchemy import String, bindparam, or_, select, text
 
 from tuners.store import keys
 from tuners.store import tables as t
-from tuners.store.record import ReadTrial, StoredEpochs, constraints_of, parent_of_attrs, record_from
+from tuners.store.columns import TrialColumns
+from tuners.store.record import ReadTrial, StoredEpochs, constraints_of
 
 OPEN = ("RUNNING", "WAITING")
 CHUNK = 500  # trial ids per IN list (SQLite allows 32,766 bound values; PostgreSQL more)
@@ -67,6 +73,24 @@ class ReadSince(Generic[T]):
             if self._is_open(trial):
                 self.open[key] = trial
         return changed
+
+    def changed_rows(self, ids: list[int], open_rows: list[bool], trial_at: Callable[[int], T]) -> list[int]:
+        """``changed`` for a read as columns: of rows with trial ``ids`` (``open_rows``: running or waiting
+        now), the positions of the new ones and of the open ones that changed; ``trial_at(i)`` builds row
+        ``i``'s trial, asked only for rows open now or at the last read (to compare and remember)."""
+        keep = []
+        for i, key in enumerate(ids):
+            self.max_trial_id = max(self.max_trial_id, key)
+            before = self.open.pop(key, None)
+            if before is None and not open_rows[i]:
+                keep.append(i)
+                continue
+            trial = trial_at(i)
+            if before != trial:
+                keep.append(i)
+            if open_rows[i]:
+                self.open[key] = trial
+        return keep
 
 
 _PAUSE_LOCK = threading.Lock()
@@ -193,16 +217,14 @@ def _scope(study_id: int, since: ReadSince) -> tuple[str, dict[str, Any]]:
     return f"t.study_id = :sid AND ({' OR '.join(where)})", params
 
 
-def read_records(
-    engine: Any, sql: dict[str, str], study_id: int, since: ReadSince[ReadTrial]
-) -> list[tuple[int, ReadTrial]]:
-    """(trial id, ReadTrial) of the trials after ``since``, in trial-number order (``sql``: ``record_dialect``).
+def read_columns(engine: Any, sql: dict[str, str], study_id: int, since: ReadSince) -> TrialColumns:
+    """The trials after ``since`` as ``TrialColumns``, in trial-number order (``sql``: ``record_dialect``).
 
     One query per table, read as columns: values and params as the numbers stored (exact, no float text), each
     param name's distribution decoded once; each trial's other attributes as one JSON text. A finished trial's
     epoch records, most of a study's bytes, are not read here: only how many it has, and its records are read
     for every trial of this read at once when one of them is first needed (``EpochTexts``). An open trial's are
-    read now, since they may grow.
+    read now, since they may grow. ``since`` is not moved (``ReadSince.changed_rows`` does that).
     """
     scope, params = _scope(study_id, since)
     terms = _terms(sql)
@@ -211,13 +233,22 @@ def read_records(
         if engine.dialect.name == "postgresql":  # one snapshot for every query (its default reads each anew)
             conn = conn.execution_options(isolation_level="REPEATABLE READ")
         with conn.begin():  # one short read transaction
-            return _records_of(conn, queries, params, engine, sql, study_id)
+            return _columns_of(conn, queries, params, engine, sql, study_id)
 
 
-def _records_of(
-    conn: Any, queries: dict[str, str], params: dict[str, Any], engine: Any, sql: dict[str, str], study_id: int
+def read_records(
+    engine: Any, sql: dict[str, str], study_id: int, since: ReadSince[ReadTrial]
 ) -> list[tuple[int, ReadTrial]]:
-    """``read_records``' queries on ``conn`` and the records they make."""
+    """(trial id, ReadTrial) of the trials after ``since``, in trial-number order: ``read_columns``' records."""
+    columns = read_columns(engine, sql, study_id, since)
+    parents = columns.parents()
+    return [(columns.trial_ids[i], ReadTrial(columns.record(i), parents[i])) for i in range(len(columns))]
+
+
+def _columns_of(
+    conn: Any, queries: dict[str, str], params: dict[str, Any], engine: Any, sql: dict[str, str], study_id: int
+) -> TrialColumns:
+    """``read_columns``' queries on ``conn`` and the columns they make."""
 
     def run(name: str) -> list:
         expanding: list[Any] = [bindparam(k, expanding=True) for k in params if k.startswith("open")]
@@ -236,28 +267,22 @@ def _records_of(
     values, params_ = _values(run("values")), _params(run("params"), single)
     user, system = dict(run("user")), dict(run("system"))
     counts, open_epochs = dict(run("epoch_counts")), dict(run("open_epochs"))
-    later = EpochTexts(
-        engine, sql, study_id, [row[0] for row in rows if row[0] in counts and row[0] not in open_epochs]
+    ids = [row[0] for row in rows]
+    later = EpochTexts(engine, sql, study_id, [i for i in ids if i in counts and i not in open_epochs])
+    no_params: dict[str, Any] = {}
+    return TrialColumns(
+        trial_ids=ids,
+        numbers=[row[1] for row in rows],
+        states=[row[2] for row in rows],
+        values=[values.get(i) for i in ids],
+        params=[params_.get(i, no_params) for i in ids],  # record_from copies them
+        attrs=[_json(f"{{{user[i]}}}") if i in user else {} for i in ids],
+        constraints=[constraints_of(_json(f"{{{system[i]}}}")) if i in system else {} for i in ids],
+        starts=_moments([row[3] for row in rows]),
+        completes=_moments([row[4] for row in rows]),
+        # none numbered: the old list layout (``record.epochs_of`` reads it from attrs)
+        epochs=[StoredEpochs(counts[i], open_epochs.get(i), later, i) if i in counts else None for i in ids],
     )
-    out = []
-    for trial_id, number, state, start, complete in rows:
-        attrs = _json(f"{{{user[trial_id]}}}") if trial_id in user else {}
-        epochs = None
-        if trial_id in counts:  # none numbered: the old list layout (``record.epochs_of`` reads it from attrs)
-            epochs = StoredEpochs(counts[trial_id], open_epochs.get(trial_id), later, trial_id)
-        record = record_from(
-            number,
-            state,
-            values.get(trial_id),
-            params_.get(trial_id, {}),
-            attrs,
-            constraints_of(_json(f"{{{system[trial_id]}}}")) if trial_id in system else {},
-            _moment(start),
-            _moment(complete),
-            epochs=epochs,
-        )
-        out.append((trial_id, ReadTrial(record, parent_of_attrs(attrs, number))))
-    return out
 
 
 def _most_trials(conn: Any, read: int) -> bool:
@@ -304,20 +329,27 @@ def _params(rows: list, distributions: dict[str, str]) -> dict[int, dict[str, An
     carries its own distribution only where its name was stored with several."""
     external = {name: _external(_distribution(text_)) for name, text_ in distributions.items()}
     by_trial: dict[int, dict[str, Any]] = defaultdict(dict)
+    last, current = None, {}  # a trial's rows mostly come together: one lookup per run of them, not per row
     for trial_id, name, value, own in rows:
+        if trial_id != last:
+            last, current = trial_id, by_trial[trial_id]
         decode = external[name] if own is None else _external(_distribution(own))
-        by_trial[trial_id][name] = value if decode is None else decode(value)
+        current[name] = value if decode is None else decode(value)
     return by_trial
 
 
 def _external(distribution: Any) -> Callable[[float], Any] | None:
     """``distribution.to_external_repr``, or None where it returns the stored number itself (a float
-    distribution's: 1.1 million calls saved at 100,000 trials); an int distribution's is ``int``."""
+    distribution's: 1.1 million calls saved at 100,000 trials); an int distribution's is ``int``, a
+    categorical one's its choice at the stored index (as Optuna's, without a method call per param)."""
     kind = type(distribution)
     if kind is FloatDistribution:
         return None
     if kind is IntDistribution:
         return int
+    if kind is CategoricalDistribution:
+        choices = distribution.choices
+        return lambda value: choices[int(value)]
     return distribution.to_external_repr
 
 
@@ -416,27 +448,34 @@ def _distribution(text_: str) -> Any:
     return _DISTRIBUTIONS[text_]
 
 
-_OFFSETS: dict[tuple, dt.timedelta] = {}  # (UTC minute, local zone) -> the local offset then
+_OFFSETS: dict[tuple[Any, ...], dict[Any, dt.timedelta]] = {}  # local zone -> (UTC minute -> the local offset then)
 
 
-def _moment(value: Any) -> dt.datetime | None:
-    """A stored datetime (SQLite gives its ISO text, PostgreSQL a datetime) as FrozenTrial's local time.
+def _moments(values: list[Any]) -> list[dt.datetime | None]:
+    """Stored datetimes (SQLite gives its ISO text, PostgreSQL a datetime) as FrozenTrial's local times.
 
     ``to_local`` asks the C library for the zone's offset at each moment (two per trial: 1 s of a 100,000-trial
     read); the offset is kept per UTC minute and zone instead, as zones change offset only on whole minutes
-    (every offset has been whole minutes since 1972). SQLite's text names its minute in its first 16 characters."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        minute_key: Any = value[:16]
-        value = dt.datetime.fromisoformat(value)
-    else:
-        minute_key = value.replace(second=0, microsecond=0)
-    key = (minute_key, time.timezone, time.altzone, time.tzname)  # time.tzset() changes these with the zone
-    offset = _OFFSETS.get(key)
-    if offset is None:
-        if len(_OFFSETS) > 100_000:  # a long-lived dashboard: forget rather than grow
-            _OFFSETS.clear()
-        minute = value.replace(second=0, microsecond=0)
-        offset = _OFFSETS[key] = t.to_local(minute) - minute
-    return value + offset
+    (every offset has been whole minutes since 1972). SQLite's text names its minute in its first 16 characters.
+    One call per column of a read: the zone is looked up once, not per value."""
+    zone = (time.timezone, time.altzone, time.tzname)  # time.tzset() changes these with the zone
+    offsets = _OFFSETS.setdefault(zone, {})
+    if len(offsets) > 100_000:  # a long-lived dashboard: forget rather than grow
+        offsets.clear()
+    parse = dt.datetime.fromisoformat
+    out: list[dt.datetime | None] = []
+    for value in values:
+        if value is None:
+            out.append(None)
+            continue
+        if isinstance(value, str):
+            minute_key: Any = value[:16]
+            value = parse(value)
+        else:
+            minute_key = value.replace(second=0, microsecond=0)
+        offset = offsets.get(minute_key)
+        if offset is None:
+            minute = value.replace(second=0, microsecond=0)
+            offset = offsets[minute_key] = t.to_local(minute) - minute
+        out.append(value + offset)
+    return out

@@ -27,12 +27,14 @@ from sqlalchemy import func, insert, select
 
 from tuners.store import keys
 from tuners.store import tables as t
+from tuners.store.columns import TrialColumns, columns_of_records
 from tuners.store.outcomes import Outcome
 from tuners.store.record import ReadTrial, TrialRecord, parent_of_attrs, planned_attrs, record_of
 from tuners.store.sql_reads import (
     OPEN,
     ReadSince,
     collector_paused,
+    read_columns,
     read_frozen,
     read_records,
     record_dialect,
@@ -135,6 +137,22 @@ class TrialStore:
             return [ReadTrial(record_of(tr), parent_of_attrs(tr.user_attrs, tr.number)) for tr in self.frozen_since()]
         with collector_paused():  # remembering 100,000 records is as many objects for the collector to walk
             return self._record_read.changed(read_records(self.engine, self.sql, self.study_id, self._record_read))
+
+    def columns_since(self) -> TrialColumns:
+        """``records_since`` as columns (``columns.TrialColumns``): the same trials from the same point, each
+        record built only when asked for. ``parents()`` gives what ``ReadTrial.parent`` holds."""
+        if self.engine is None or self.sql is None:
+            return columns_of_records(self.records_since())
+        since = self._record_read
+        with collector_paused():
+            columns = read_columns(self.engine, self.sql, self.study_id, since)
+            parents = columns.parents()
+            keep = since.changed_rows(
+                columns.trial_ids,
+                [state in OPEN for state in columns.states],
+                lambda i: ReadTrial(columns.record(i), parents[i]),
+            )
+            return columns if len(keep) == len(columns) else columns.take(keep)
 
     def records(self) -> list[TrialRecord]:
         """Every trial's record, read now (in trial-number order; the ``since`` reads keep their points)."""
