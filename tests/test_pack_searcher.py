@@ -15,7 +15,7 @@ from ray.tune.search import Searcher
 
 from searchspace.study import load_study
 from tuners.driver.pack_searcher import AUTO_MAX, PackSearcher, pack_samples
-from tuners.driver.pack_trainable import ENDED, MEMBER, RECORDS
+from tuners.driver.pack_trainable import ENDED, MEMBER, MEMBERS, RECORDS
 from tuners.driver.sweep import SweepOptions, open_study_storage
 from tuners.planning.check import make_task, task_family
 from tuners.planning.costs import StaticCosts
@@ -61,25 +61,16 @@ def test_each_members_reports_reach_its_own_trial_and_end_it_alone(tmp_path):
     config = searcher.suggest("ray-0")
     failed, pruned, complete, lost = (r["number"] for r in config[RECORDS])
     epoch = {"train_loss": 1.0, "val_accuracy": 0.5, "wall_time": 1.0, "device": "cpu"}
-    searcher.on_trial_result("ray-0", {MEMBER: failed, "epoch": 1, "lwnas_failed": "diverging", ENDED: "failed"})
-    # Tune hands searchers flattened results: the prune reason arrives as lwnas_pruned/... keys
-    searcher.on_trial_result(
-        "ray-0",
-        {
-            MEMBER: pruned,
-            "epoch": 1,
-            **epoch,
-            ENDED: "pruned",
-            "lwnas_pruned/rung": 1,
-            "lwnas_pruned/dominated_by": [complete],
-            "lwnas_pruned/values/accuracy": 0.5,
-        },
-    )
-    for e in (1, 2):
-        searcher.on_trial_result(
-            "ray-0", {MEMBER: complete, "epoch": e, **epoch, **({ENDED: "complete"} if e == 2 else {})}
-        )
-    searcher.on_trial_result("ray-0", {MEMBER: lost, "epoch": 1, **epoch})
+    reason = {"rung": 1, "dominated_by": [complete], "values": {"accuracy": 0.5}}
+    # the worker reports a round at a time: every live member's epoch in one Ray report
+    first_round = [
+        {MEMBER: failed, "epoch": 1, "lwnas_failed": "diverging", ENDED: "failed"},
+        {MEMBER: pruned, "epoch": 1, **epoch, ENDED: "pruned", "lwnas_pruned": reason},
+        {MEMBER: complete, "epoch": 1, **epoch},
+        {MEMBER: lost, "epoch": 1, **epoch},
+    ]
+    searcher.on_trial_result("ray-0", {MEMBERS: first_round})
+    searcher.on_trial_result("ray-0", {MEMBERS: [{MEMBER: complete, "epoch": 2, **epoch, ENDED: "complete"}]})
     trials = optuna.load_study(study_name="pk", storage=url).trials
     # ended members are told while the pack still trains; the fourth is still running
     assert trials[failed].state == FAIL and trials[failed].user_attrs["failure"] == "diverging"
@@ -92,7 +83,8 @@ def test_each_members_reports_reach_its_own_trial_and_end_it_alone(tmp_path):
     assert trials[complete].state == COMPLETE and trials[complete].values[0] == 0.5
     assert record_of(trials[complete]).device == "cpu" and len(record_of(trials[complete]).epochs) == 2
     assert trials[lost].state == optuna.trial.TrialState.RUNNING
-    searcher.on_trial_result("ray-0", {MEMBER: complete, "epoch": 3, **epoch})  # a retried pack's repeat: ignored
+    repeat = {MEMBER: complete, "epoch": 3, **epoch}
+    searcher.on_trial_result("ray-0", {MEMBERS: [repeat]})  # a retried pack repeating an ended member: ignored
     # the pack's worker died past its retries: the member that had not ended fails with it
     searcher.on_trial_complete("ray-0", {"lwnas_error": "RuntimeError: worker died"}, error=True)
     trials = optuna.load_study(study_name="pk", storage=url).trials

@@ -74,6 +74,8 @@ def fit_pack(
     task: Task,
     callback: Callable[[int, dict[str, Any]], None] | None = None,
     data: dict | None = None,
+    on_end: Callable[[int, MemberOutcome], None] | None = None,
+    on_round: Callable[[], None] | None = None,
 ) -> list[MemberOutcome]:
     """Train every member on ``task``; one outcome per member, in order.
 
@@ -83,6 +85,9 @@ def fit_pack(
         callback: ``callback(index, report)`` after each of member ``index``'s epochs; raising
             ``StopTraining`` ends that member (its outcome keeps the epochs it trained).
         data: preloaded ``task.load()`` output (loaded once here otherwise).
+        on_end: ``on_end(index, outcome)`` as soon as member ``index`` ends (trained, failed or stopped).
+        on_round: called after each round, in which every live member trained one epoch (a sweep's worker
+            reports the round's epochs to Ray Tune at once).
     """
     if not members:
         return []
@@ -100,9 +105,11 @@ def fit_pack(
             run = ModelRun(member.config, task, member.settings, data, member.madds, device)
         except TrainingError as exc:  # beyond the device: this member fails, the others train
             outcomes[i].failure = exc
+            if on_end is not None:
+                on_end(i, outcomes[i])
             continue
         runs[i] = (run, _RandomStream(device))  # the stream right after this member's model was built
-    _train(runs, outcomes, callback)
+    _train(runs, outcomes, callback, on_end, on_round)
     return outcomes
 
 
@@ -110,6 +117,8 @@ def _train(
     runs: dict[int, tuple[ModelRun, _RandomStream]],
     outcomes: list[MemberOutcome],
     callback: Callable[[int, dict[str, Any]], None] | None,
+    on_end: Callable[[int, MemberOutcome], None] | None,
+    on_round: Callable[[], None] | None,
 ) -> None:
     """Advance every live member an epoch at a time until each has trained, failed or been stopped."""
     live = dict(runs)
@@ -139,3 +148,7 @@ def _train(
                 if outcome.failure is None:
                     outcome.result = run.result()
                 del live[i]
+                if on_end is not None:
+                    on_end(i, outcome)
+        if on_round is not None:
+            on_round()

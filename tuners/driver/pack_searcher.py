@@ -3,10 +3,10 @@
 ``PackSearcher`` is the study's searcher (``StudySearcher``) with one Ray trial standing for a pack: each
 ``suggest`` asks Optuna for up to N feasible points, plans each exactly as a single trial is planned (its
 own number, seed, record and costs in storage) and hands the worker their records
-(``tuners/driver/pack_trainable.py``). The worker's reports name their member; each goes to that member's
-trial record as a single trial's report would, and a member's last report (trained, failed, pruned) tells
-Optuna its outcome at once, so a driver killed mid-pack leaves RUNNING only the members that were still
-training: ``lwnas resume`` re-queues those and nothing else.
+(``tuners/driver/pack_trainable.py``). The worker reports a round of member epochs at a time, each naming
+its member; each goes to that member's trial record as a single trial's report would, and a member's last
+report (trained, failed, pruned) tells Optuna its outcome at once, so a driver killed mid-pack leaves
+RUNNING only the members that were still training: ``lwnas resume`` re-queues those and nothing else.
 
 Inside, each member is known by a key of its own (``"<ray trial id>#<index>"``) wherever ``StudySearcher``
 keys by Ray trial id, so every per-trial step (epochs, retries, outcome, the -> trial-state mapping) is the
@@ -27,7 +27,7 @@ import optuna
 from ray.tune.search import Searcher
 
 from searchspace.study import Study
-from tuners.driver.pack_trainable import ENDED, MEMBER, PRUNED, PRUNER, RECORDS
+from tuners.driver.pack_trainable import ENDED, MEMBER, MEMBERS, PRUNED, PRUNER, RECORDS
 from tuners.driver.searcher import StudySearcher
 from tuners.driver.trainable import NUMBER
 from tuners.planning.costs import StaticCosts
@@ -91,8 +91,13 @@ class PackSearcher(StudySearcher):
         return AUTO_MAX if self.study.tuner.pack == "auto" else int(self.study.tuner.pack)
 
     def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+        """A round of a pack's member reports (``MEMBERS``), each routed to its member's trial."""
+        for member in result.get(MEMBERS) or ():
+            self._member_result(trial_id, member)
+
+    def _member_result(self, trial_id: str, result: dict[str, Any]) -> None:
         key = self.members.get(trial_id, {}).get(result.get(MEMBER, -1))
-        if key is None or key in self.completed:  # a pack-level report, or a retried pack repeating a member
+        if key is None or key in self.completed:  # a retried pack repeating a member that already ended
             return
         super().on_trial_result(key, result)
         if ENDED in result:
@@ -104,7 +109,7 @@ class PackSearcher(StudySearcher):
 
     def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False) -> None:
         """The pack ended: members that sent no end (its worker died, past its retries) end with it."""
-        pack_level = {k: v for k, v in (result or {}).items() if k not in (MEMBER, ENDED, PRUNED)}
+        pack_level = {k: v for k, v in (result or {}).items() if k != MEMBERS}
         for key in self.members.pop(trial_id, {}).values():
             if key not in self.completed:
                 super().on_trial_complete(key, pack_level if error else None, error or "lwnas_error" in pack_level)

@@ -2,10 +2,11 @@
 
 The Ray trial's config carries the records of its members (``RECORDS``), each planned by the driver as a
 single trial's is (``tuners/driver/pack_searcher.py``). The worker trains them together with
-``trainers.pack.fit_pack`` (one task, one loaded data set, each member as it trains alone) and reports
-every member's epochs to Ray Tune one by one, each report naming its member (``MEMBER``); the report that
-ends a member (trained its budget, failed, or pruned) says so (``ENDED``), and the driver closes that
-member's Optuna trial at once while the others train on.
+``trainers.pack.fit_pack`` (one task, one loaded data set, each member as it trains alone). After each round
+(every live member trained one epoch) it sends Ray Tune one report, ``{MEMBERS: [...]}``, holding each member's
+epoch (naming its member, ``MEMBER``): Tune's per-report work (its result processing, loggers and callbacks)
+is paid once per round, not once per member. A member's last report says how it ended (``ENDED``: trained its
+budget, failed or pruned), and the driver closes that member's Optuna trial at once while the others train on.
 
 With ``scheduler: mo-asha`` the pack cannot be stopped member by member from the driver (Ray stops whole
 trials), so each member's rung decision is asked of the sweep's ``PackPruner`` actor, which holds the same
@@ -28,7 +29,8 @@ from tuners.driver.trainable import (
 from tuners.store.record import TrialRecord
 
 RECORDS = "_lwnas_records"  # the members' TrialRecord.for_worker(), in pack order
-MEMBER = "_lwnas_member"  # in each report: the Optuna number of the member it is about
+MEMBERS = "_lwnas_members"  # a pack's report: the member reports of one round, each a dict with MEMBER
+MEMBER = "_lwnas_member"  # in each member report: the Optuna number of the member it is about
 ENDED = "_lwnas_ended"  # in a member's last report: "complete", "pruned" or "failed"
 PRUNED = "lwnas_pruned"  # with ENDED "pruned": why mo-asha stopped it (MOASHA.judge's reason)
 PRUNER = "_lwnas_pruner"  # the name of the sweep's PackPruner actor (absent: no scheduler)
@@ -50,19 +52,23 @@ def train_pack(
     report: Callable[[dict[str, Any]], None],
     judge: Callable[[int, dict[str, Any]], dict[str, Any] | None] | None = None,
 ) -> None:
-    """Train ``records`` together, reporting each member's epochs (``MEMBER``) and its end (``ENDED``).
+    """Train ``records`` together; after each round (every live member trained an epoch) one ``report``
+    of ``{MEMBERS: [...]}``: each member's epoch (``MEMBER``) and, in its last, how it ended (``ENDED``).
 
     ``judge(number, result)`` is mo-asha's decision (None: continue). Every member's failure is its own.
     """
     from searchspace import ArchConfig
     from trainers.loop import StopTraining, TrainSettings
-    from trainers.pack import Member, fit_pack
+    from trainers.pack import Member, MemberOutcome, fit_pack
 
     task, data = task_and_data(records[0])
     configs = [ArchConfig.from_dict(r.config) for r in records]
     settings = [TrainSettings.from_dict(r.training) for r in records]
     members = [Member(c, s, _int_or_none(r.costs.get("madds"))) for c, s, r in zip(configs, settings, records)]
-    reporters = [epoch_reporter(r, c, s, _naming(r.number, report)) for r, c, s in zip(records, configs, settings)]
+    pending: list[dict[str, Any]] = []  # this round's member reports: one Ray report per round, not per member
+    reporters = [
+        epoch_reporter(r, c, s, _naming(r.number, pending.append)) for r, c, s in zip(records, configs, settings)
+    ]
 
     def epoch(i: int, result: dict[str, Any]) -> None:
         number = records[i].number
@@ -73,15 +79,24 @@ def train_pack(
         last = result["epoch"] >= settings[i].epochs
         reporters[i]({**result, ENDED: "complete"} if last else result)
 
-    outcomes = fit_pack(members, task, callback=epoch, data=data)
-    for record, outcome in zip(records, outcomes):
+    def ended(i: int, outcome: MemberOutcome) -> None:
         if outcome.failure is not None:
             failure = outcome.failure
-            report({MEMBER: record.number, "epoch": failure.epoch, "lwnas_failed": str(failure), ENDED: "failed"})
+            pending.append(
+                {MEMBER: records[i].number, "epoch": failure.epoch, "lwnas_failed": str(failure), ENDED: "failed"}
+            )
+
+    def flush() -> None:
+        if pending:
+            report({MEMBERS: list(pending)})
+            pending.clear()
+
+    fit_pack(members, task, callback=epoch, data=data, on_end=ended, on_round=flush)
+    flush()  # members that failed before the first round (beyond the device)
 
 
 def run_pack(config: dict[str, Any]) -> None:
-    """Train the pack in ``config``; reports every member's epochs to Ray Tune, each naming its member."""
+    """Train the pack in ``config``; reports each round of member epochs to Ray Tune, each naming its member."""
     import ray
     from ray import tune
 
@@ -94,9 +109,12 @@ def run_pack(config: dict[str, Any]) -> None:
     def judge(number: int, result: dict[str, Any]) -> dict[str, Any] | None:
         return ray.get(pruner.judge.remote(number, result))  # type: ignore[union-attr,return-value]
 
+    def report(round_: dict[str, Any]) -> None:
+        tune.report({MEMBERS: [{**r, **where} for r in round_[MEMBERS]], **where})
+
     try:
         records = [TrialRecord.from_worker(r) for r in config[RECORDS]]
-        train_pack(records, lambda r: tune.report({**r, **where}), judge if pruner is not None else None)
+        train_pack(records, report, judge if pruner is not None else None)
     except Exception as exc:
         tune.report(
             {"lwnas_error": f"{type(exc).__name__}: {exc}", **where, "lwnas_traceback": traceback.format_exc(limit=8)}

@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from searchspace.study import Study
 from tuners.driver.mo_asha import describe_stop
-from tuners.driver.pack_trainable import ENDED, MEMBER, PRUNED, RECORDS
+from tuners.driver.pack_trainable import ENDED, MEMBER, MEMBERS, PRUNED, RECORDS
 from tuners.driver.trainable import NUMBER
 from tuners.fronts.front_table import print_front
 from tuners.store.urls import storage_arg
@@ -154,12 +154,19 @@ class SweepProgress(Callback):
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
         self._reports[trial.trial_id] = self._reports.get(trial.trial_id, 0) + 1
-        member = result.get(MEMBER)
-        if member is not None and member in self._ended.get(trial.trial_id, set()):
+        if MEMBERS in result:  # a round of a pack's members
+            for member in result[MEMBERS]:
+                self._member_result(trial, member)
+        elif self.live is not None and isinstance(result.get("epoch"), int):
+            self.live.epoch(trial.trial_id, result["epoch"])
+
+    def _member_result(self, trial: Any, result: dict[str, Any]) -> None:
+        number = result.get(MEMBER)
+        if number in self._ended.get(trial.trial_id, set()):
             return  # a retried pack repeating a member that already ended
         if self.live is not None and isinstance(result.get("epoch"), int):
-            self.live.epoch(trial.trial_id if member is None else f"{trial.trial_id}#{member}", result["epoch"])
-        if member is not None and ENDED in result:
+            self.live.epoch(f"{trial.trial_id}#{number}", result["epoch"])
+        if ENDED in result:
             self._member_ended(trial, result)
 
     def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
