@@ -3,8 +3,10 @@
 A sweep's trial costs more to dispatch and report than a small candidate costs to train (about 0.8 s of
 Ray against 0.5 s of training for a quickstart trial on two cores), so a worker that trains P candidates
 pays that once for P. Each member is a ``trainers.loop.ModelRun``: its own model, seed, AdamW, schedule
-and data-order generator, all as ``fit`` makes them. What the members share is the task, its data
-(loaded and placed on the device once) and the process.
+and data-order generator, all as ``fit`` makes them. What the members share is the task, its data (loaded
+once; each member's batches are gathered from it in that member's own order and moved to the device as
+``fit`` moves them) and the process. The code is device-agnostic: on CUDA each member's GPU generator is
+swapped too, and every report names the device the member trained on.
 
 Faithfulness: members advance an epoch at a time, one after another, and torch's global generator
 (dropout draws from it) is swapped per member, so each member sees exactly the random stream, batches and
