@@ -127,6 +127,7 @@ class TunerSettings:
     grace_epochs: int = 1  # mo-asha: epochs before the first promotion decision
     reduction_factor: int = 3  # mo-asha: keep 1 in reduction_factor at each rung
     sampler_window: int | str | None = None  # tpe / gp: an integer, "all", or None for the default
+    pack: int | str = 1  # Optuna trials trained together by one Ray trial (tuners/driver/pack.py), or "auto"
 
     def window(self) -> int | None:
         """Finished trials the sampler learns from (None: every trial); only tpe and gp have one."""
@@ -466,6 +467,7 @@ MAX_TUNER_SEED = 2**32 - 1
 MAX_CPUS_PER_TRIAL = 1024
 MAX_GPUS_PER_TRIAL = 64
 
+MAX_PACK = 256  # candidates one Ray trial trains together
 _TUNER_RULES: dict[str, tuple[str, Any]] = {
     "sampler": (f"one of {', '.join(SAMPLERS)}", lambda v: v in SAMPLERS),
     "scheduler": (f"one of {', '.join(SCHEDULERS)}", lambda v: v in SCHEDULERS),
@@ -488,6 +490,10 @@ _TUNER_RULES: dict[str, tuple[str, Any]] = {
     "population_size": ("an integer >= 2", lambda v: v is None or (_is_int(v) and v >= 2)),
     "grace_epochs": ("an integer >= 1", lambda v: _is_int(v) and v >= 1),
     "reduction_factor": ("an integer >= 2", lambda v: _is_int(v) and v >= 2),
+    "pack": (
+        f"an integer from 1 to {MAX_PACK} or `auto`",
+        lambda v: v == "auto" or (_is_int(v) and 1 <= v <= MAX_PACK),
+    ),
     "sampler_window": (
         f"an integer >= {MIN_SAMPLER_WINDOW} or `all`",
         lambda v: v == "all" or (_is_int(v) and v >= MIN_SAMPLER_WINDOW),
@@ -522,6 +528,14 @@ def _tuner(raw: Any, problems: list) -> TunerSettings:
             (
                 ("tuner", "sampler_window"),
                 f"applies to the {' and '.join(WINDOWED_SAMPLERS)} samplers only; this study's sampler is {sampler}",
+            )
+        )
+    if out.get("pack", 1) != 1 and not sampler_failed and sampler.startswith("nni-"):
+        problems.append(
+            (
+                ("tuner", "pack"),
+                f"packs are filled by lwnas's Optuna searcher; the {sampler} sampler proposes one trial at a time "
+                f"(use pack: 1, or an Optuna sampler: nsga2, tpe, gp, random)",
             )
         )
     return TunerSettings(**out)

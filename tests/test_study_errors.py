@@ -896,6 +896,33 @@ def test_budget_stop_when_defaults(tmp_path):
         ("applies to the tpe and gp samplers only; this study's sampler is nsga2",),
     ),
     Case(
+        "pack-zero",
+        """
+        task: digits
+        objectives: [accuracy]
+        tuner:
+          pack: 0
+        space: {d_model: 32}
+        """,
+        "tuner.pack",
+        "pack: 0",
+        ("must be an integer from 1 to 256 or `auto`, got 0",),
+    ),
+    Case(
+        "pack-with-an-nni-sampler",
+        """
+        task: digits
+        objectives: [accuracy]
+        tuner:
+          sampler: nni-tpe
+          pack: 4
+        space: {d_model: 32}
+        """,
+        "tuner.pack",
+        "pack: 4",
+        ("the nni-tpe sampler proposes one trial at a time",),
+    ),
+    Case(
         "sampler-typo-with-window",
         """
         task: digits

@@ -133,80 +133,20 @@ def fit(
 ) -> TrainResult:
     """Train exactly ``config`` (already fitted to ``task``): a sweep's worker trains its trial record so.
 
-    Each epoch's report carries ``params``, counted on the model this call built, and ``madds`` as given
-    (the caller's static cost; nothing is costed here). Arguments and errors as ``train``.
+    Each epoch's report carries ``params``, counted on the model this call built, ``madds`` as given
+    (the caller's static cost; nothing is costed here) and ``device``, the device it trained on.
+    Arguments and errors as ``train``.
     """
     settings = settings or TrainSettings()
     if settings.threads:
         torch.set_num_threads(settings.threads)
-    torch.manual_seed(settings.seed)
     device = resolve_device(settings.device)
-    try:  # before the data loads and the model is built: a model beyond the machine is one line, not a crash
-        check_fits(config, device, TRAINING_BYTES, "training")
-    except CostError as exc:
-        raise TrainingError(1, str(exc)) from None
-    data = data or task.load(seed=DATA_SEED)
-    model = build_model(config).to(device)
-    params = count_params(model)[0]
-    lr = settings.lr * (math.sqrt(config.groups) if settings.lr_sqrt_groups else 1.0)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=settings.weight_decay)
-    steps = math.ceil(split_size(data["train"]) / settings.batch_size)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(settings, steps))
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda" and settings.amp)
-    shuffle = torch.Generator().manual_seed(settings.seed)
-    history: list[dict[str, Any]] = []
-    start = time.perf_counter()
-    first_loss = None
-    bar = _EpochProgress(enabled=progress, total_steps=steps, task=f"{label}: {task.name}" if label else task.name)
+    run = ModelRun(config, task, settings, data or _loaded(config, task, device), madds, device)
+    bar = _EpochProgress(enabled=progress, total_steps=run.steps, task=f"{label}: {task.name}" if label else task.name)
     try:
         for epoch in range(1, settings.epochs + 1):
-            t0 = time.perf_counter()
-            model.train()
-            total, seen = 0.0, 0
             bar.start(epoch, settings.epochs)
-            for batch in batches(data["train"], settings.batch_size, shuffle, device):
-                n = split_size(batch)
-                try:
-                    with autocast:
-                        loss = task.loss(model, batch)
-                    if not torch.isfinite(loss):
-                        raise TrainingError(
-                            epoch, f"non-finite loss ({loss.item()}) at step {seen // settings.batch_size + 1}"
-                        )
-                    optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
-                    if settings.grad_clip:
-                        torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
-                    optimizer.step()
-                    scheduler.step()
-                except torch.OutOfMemoryError as exc:
-                    raise TrainingError(epoch, f"out of memory: {str(exc).splitlines()[0]}") from None
-                total += loss.item() * n
-                seen += n
-                bar.step(loss.item())
-            train_loss = total / seen
-            first_loss = first_loss or train_loss
-            if train_loss > settings.divergence_factor * first_loss:
-                raise TrainingError(
-                    epoch,
-                    f"diverging: train loss {train_loss:.4g} is over "
-                    f"{settings.divergence_factor:g}x the first epoch's {first_loss:.4g}",
-                )
-            model.eval()
-            val = task.evaluate(model, data["val"])
-            elapsed = time.perf_counter() - t0
-            report = {
-                "epoch": epoch,
-                "train_loss": train_loss,
-                **{f"val_{k}": v for k, v in val.items()},
-                "lr": scheduler.get_last_lr()[0],
-                "epoch_time": elapsed,
-                "samples_per_s": seen / elapsed,
-                "wall_time": time.perf_counter() - start,
-                "params": params,
-                "madds": madds,
-            }
-            history.append(report)
+            report = run.epoch(bar.step)
             bar.end(report, task.metric)
             if callback:
                 callback(report)
@@ -214,14 +154,137 @@ def fit(
         pass
     finally:
         bar.close()
-    if not history:
-        raise TrainingError(1, "stopped before the first epoch finished; nothing was measured")
-    model.eval()
-    test = task.evaluate(model, data["test"])
-    val = {k[4:]: v for k, v in history[-1].items() if k.startswith("val_")}
-    return TrainResult(
-        config, settings, task.name, history, val, test, params, madds, time.perf_counter() - start, model
-    )
+    return run.result()
+
+
+def _loaded(config: ArchConfig, task: Task, device: torch.device) -> dict:
+    """The task's data, loaded once the configuration is known to fit the device."""
+    fits(config, device)
+    return task.load(seed=DATA_SEED)
+
+
+def fits(config: ArchConfig, device: torch.device) -> None:
+    """Refuse, before any data loads or model is built, a model beyond the device: one line, not a crash."""
+    try:
+        check_fits(config, device, TRAINING_BYTES, "training")
+    except CostError as exc:
+        raise TrainingError(1, str(exc)) from None
+
+
+class ModelRun:
+    """One model's training state, advanced an epoch at a time: ``fit`` trains one, ``trainers.pack`` several.
+
+    Everything a run draws from is its own: the model (built right after ``torch.manual_seed(seed)``), its
+    AdamW and schedule, and the data-order generator seeded with the same seed. Dropout draws from torch's
+    global generator, which ``trainers.pack`` swaps per run so that each member sees the stream it would alone.
+    """
+
+    def __init__(
+        self,
+        config: ArchConfig,
+        task: Task,
+        settings: TrainSettings,
+        data: dict,
+        madds: int | None,
+        device: torch.device,
+    ):
+        fits(config, device)
+        self.config, self.task, self.settings, self.data, self.madds, self.device = (
+            config,
+            task,
+            settings,
+            data,
+            madds,
+            device,
+        )
+        torch.manual_seed(settings.seed)
+        self.model = build_model(config).to(device)
+        self.params = count_params(self.model)[0]
+        lr = settings.lr * (math.sqrt(config.groups) if settings.lr_sqrt_groups else 1.0)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=lr, weight_decay=settings.weight_decay)
+        self.steps = math.ceil(split_size(data["train"]) / settings.batch_size)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(settings, self.steps))
+        self.autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device.type == "cuda" and settings.amp)
+        self.shuffle = torch.Generator().manual_seed(settings.seed)
+        self.history: list[dict[str, Any]] = []
+        self.first_loss: float | None = None
+        self.elapsed = 0.0  # this run's own time: in a pack the members' epochs interleave
+        self.started = time.perf_counter()
+
+    def epoch(self, on_step: Callable[[float], None] | None = None) -> dict[str, Any]:
+        """Train one epoch and validate; the epoch's report. Raises TrainingError on a failure."""
+        t0 = time.perf_counter()
+        epoch = len(self.history) + 1
+        settings, model = self.settings, self.model
+        model.train()
+        total, seen = 0.0, 0
+        for batch in batches(self.data["train"], settings.batch_size, self.shuffle, self.device):
+            n = split_size(batch)
+            try:
+                with self.autocast:
+                    loss = self.task.loss(model, batch)
+                if not torch.isfinite(loss):
+                    raise TrainingError(
+                        epoch, f"non-finite loss ({loss.item()}) at step {seen // settings.batch_size + 1}"
+                    )
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if settings.grad_clip:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
+                self.optimizer.step()
+                self.scheduler.step()
+            except torch.OutOfMemoryError as exc:
+                raise TrainingError(epoch, f"out of memory: {str(exc).splitlines()[0]}") from None
+            total += loss.item() * n
+            seen += n
+            if on_step is not None:
+                on_step(loss.item())
+        train_loss = total / seen
+        self.first_loss = self.first_loss or train_loss
+        if train_loss > settings.divergence_factor * self.first_loss:
+            raise TrainingError(
+                epoch,
+                f"diverging: train loss {train_loss:.4g} is over "
+                f"{settings.divergence_factor:g}x the first epoch's {self.first_loss:.4g}",
+            )
+        model.eval()
+        val = self.task.evaluate(model, self.data["val"])
+        elapsed = time.perf_counter() - t0
+        self.elapsed += elapsed
+        report = {
+            "epoch": epoch,
+            "train_loss": train_loss,
+            **{f"val_{k}": v for k, v in val.items()},
+            "lr": self.scheduler.get_last_lr()[0],
+            "epoch_time": elapsed,
+            "samples_per_s": seen / elapsed,
+            "wall_time": self.elapsed,
+            "params": self.params,
+            "madds": self.madds,
+            "device": str(self.device),
+        }
+        self.history.append(report)
+        return report
+
+    def result(self) -> TrainResult:
+        """The run's result: its epochs, last validation and a test evaluation."""
+        if not self.history:
+            raise TrainingError(1, "stopped before the first epoch finished; nothing was measured")
+        self.model.eval()
+        test = self.task.evaluate(self.model, self.data["test"])
+        val = {k[4:]: v for k, v in self.history[-1].items() if k.startswith("val_")}
+        return TrainResult(
+            self.config,
+            self.settings,
+            self.task.name,
+            self.history,
+            val,
+            test,
+            self.params,
+            self.madds,
+            time.perf_counter() - self.started,
+            self.model,
+        )
 
 
 class _EpochProgress:

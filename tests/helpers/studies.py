@@ -24,7 +24,7 @@ objectives:
 constraints: {{params: {{max: {max_params}}}}}
 budget: {{trials: {trials}, epochs: {epochs}}}
 tuner: {{sampler: random, scheduler: {scheduler}, max_concurrent: 2, seed: 0, max_failures: 1,
-         grace_epochs: 1, reduction_factor: 2}}
+         grace_epochs: 1, reduction_factor: 2, pack: {pack}}}
 training: {{batch_size: 64, threads: 1}}
 seed_configs: {seed_configs}
 space:
@@ -47,6 +47,7 @@ def write_study(
     d_models=(16, 32),
     seed_configs: dict | None = None,
     lr_low: float = 1.0e-3,
+    pack: int | str = 1,
     **task_options,
 ) -> Path:
     text = STUDY.format(
@@ -59,6 +60,7 @@ def write_study(
         d_models=list(d_models),
         lr_low=f"{lr_low:.1e}",
         seed_configs=json.dumps(seed_configs or {}),
+        pack=pack,
     )
     if task_options:
         text += f"task_options: {json.dumps(task_options)}\n"

@@ -56,23 +56,35 @@ class MOASHA(FIFOScheduler):
         return minimised([float(result[key]) for key in self.result_keys], self.objectives)
 
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> str:
+        number = (getattr(trial, "config", None) or {}).get(NUMBER, trial.trial_id)
+        reason = self.judge(trial.trial_id, number, result)
+        if reason is None:
+            return TrialScheduler.CONTINUE
+        self.stopped.append(trial.trial_id)
+        self.reasons[trial.trial_id] = reason
+        return TrialScheduler.STOP
+
+    def judge(self, key: str, number: Any, result: dict[str, Any]) -> dict[str, Any] | None:
+        """Record ``result`` of trial ``key`` at its rung; None to continue, else why it stops.
+
+        The scheduler's own decision for a Ray trial, and ``tuners/driver/pack.py``'s for each member of a pack.
+        """
         epoch = result.get("epoch")
         if epoch not in self.recorded or "lwnas_failed" in result:
-            return TrialScheduler.CONTINUE
+            return None
         vector = self._vector(result)
         if vector is None:
-            return TrialScheduler.CONTINUE
+            return None
         rung = self.recorded[epoch]
-        rung[trial.trial_id] = vector
-        self._numbers[trial.trial_id] = (getattr(trial, "config", None) or {}).get(NUMBER, trial.trial_id)
+        rung[key] = vector
+        self._numbers[key] = number
         ids = list(rung)
         order = nondominated_order(np.stack([rung[i] for i in ids]))
         keep = max(1, math.ceil(len(ids) / self.rf))
-        if ids.index(trial.trial_id) in order[:keep]:
-            return TrialScheduler.CONTINUE
-        self.stopped.append(trial.trial_id)
-        dominating = [i for i in ids if i != trial.trial_id and dominates(rung[i], vector)]
-        self.reasons[trial.trial_id] = {
+        if ids.index(key) in order[:keep]:
+            return None
+        dominating = [i for i in ids if i != key and dominates(rung[i], vector)]
+        return {
             "rung": epoch,
             "rung_trials": len(ids),
             "kept": keep,
@@ -83,7 +95,6 @@ class MOASHA(FIFOScheduler):
             ],
             "values": {o.metric: float(result[k]) for o, k in zip(self.objectives, self.result_keys)},
         }
-        return TrialScheduler.STOP
 
     def debug_string(self) -> str:
         return "MOASHA: " + ", ".join(f"rung {r}: {len(v)} trials" for r, v in self.recorded.items())

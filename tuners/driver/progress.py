@@ -22,6 +22,7 @@ from rich.markup import escape
 
 from searchspace.study import Study
 from tuners.driver.mo_asha import describe_stop
+from tuners.driver.pack_trainable import ENDED, MEMBER, MEMBERS, PRUNED, RECORDS
 from tuners.driver.trainable import NUMBER
 from tuners.fronts.front_table import print_front
 from tuners.store.urls import storage_arg
@@ -76,18 +77,20 @@ class SweepProgress(Callback):
         self.start = time.time()
         self.metric = next((o.metric for o in study.objectives if not o.is_cost), None)
         self._reports: dict[str, int] = {}  # results of each trial's current attempt (Tune keeps the last one's)
+        self._ended: dict[str, set[int]] = {}  # a pack's members that sent their last report, by Ray trial id
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k not in ("ot_study", "out", "study", "on_retry", "live")}
 
     def _line(self, trial: Any, what: str) -> None:
+        self._print_line(trial.trial_id, trial.config.get(NUMBER, "?"), trial.last_result or {}, what)
+
+    def _print_line(self, live_key: str, number: Any, r: dict[str, Any], what: str) -> None:
         self.done += 1
         if self.live is not None:
-            self.live.finished(trial.trial_id)
+            self.live.finished(live_key)
         if self.quiet:
             return
-        r = trial.last_result or {}
-        number = trial.config.get(NUMBER, "?")
         parts = [f"[{self.done}/{self.total}] trial {number} {what}"]
         if self.metric and f"val_{self.metric}" in r:
             parts.append(f"{self.metric} {r[f'val_{self.metric}']:.4f} after {r.get('epoch')} epochs")
@@ -103,9 +106,35 @@ class SweepProgress(Callback):
         where = f"; full log: {self.log_path}" if self.log_path else ""
         self._line(trial, f"failed ({reason}{where})")
 
+    # ---- packs (tuner.pack): a line per member as it ends, the Ray trial itself prints none ----------------
+    def _members(self, trial: Any) -> list[int]:
+        return [r["number"] for r in trial.config.get(RECORDS, ())]
+
+    def _member_ended(self, trial: Any, result: dict[str, Any]) -> None:
+        number = result[MEMBER]
+        self._ended.setdefault(trial.trial_id, set()).add(number)
+        key = f"{trial.trial_id}#{number}"
+        if result[ENDED] == "failed":
+            LOG.error("trial %s failed: %s", number, result.get("lwnas_failed"))
+            where = f"; full log: {self.log_path}" if self.log_path else ""
+            self._print_line(key, number, result, f"failed ({result.get('lwnas_failed')}{where})")
+        elif result[ENDED] == "pruned":
+            self._print_line(key, number, result, f"stopped early (pruned: {describe_stop(result[PRUNED])})")
+        else:
+            self._print_line(key, number, result, "complete")
+
+    def _pack_ended(self, trial: Any, what: str) -> None:
+        """Lines for the members of a pack that ended without their own last report."""
+        ended = self._ended.pop(trial.trial_id, set())
+        for number in self._members(trial):
+            if number not in ended:
+                self._print_line(f"{trial.trial_id}#{number}", number, {}, what)
+
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         r = trial.last_result or {}
-        if "lwnas_failed" in r:
+        if RECORDS in trial.config:
+            self._pack_ended(trial, "stopped early")
+        elif "lwnas_failed" in r:
             self._failed(trial, r["lwnas_failed"])
         elif r.get("epoch", 0) < self.study.budget.epochs:
             reason = self.prune_reasons.get(trial.trial_id)
@@ -115,13 +144,30 @@ class SweepProgress(Callback):
 
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._reports[trial.trial_id] = 0  # a first start, or a retry's
-        if self.live is not None:
+        if self.live is not None and RECORDS in trial.config:
+            ended = self._ended.get(trial.trial_id, set())
+            for number in self._members(trial):
+                if number not in ended:
+                    self.live.started(f"{trial.trial_id}#{number}", number)
+        elif self.live is not None:
             self.live.started(trial.trial_id, trial.config.get(NUMBER, "?"))
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
         self._reports[trial.trial_id] = self._reports.get(trial.trial_id, 0) + 1
-        if self.live is not None and isinstance(result.get("epoch"), int):
+        if MEMBERS in result:  # a round of a pack's members
+            for member in result[MEMBERS]:
+                self._member_result(trial, member)
+        elif self.live is not None and isinstance(result.get("epoch"), int):
             self.live.epoch(trial.trial_id, result["epoch"])
+
+    def _member_result(self, trial: Any, result: dict[str, Any]) -> None:
+        number = result.get(MEMBER)
+        if number in self._ended.get(trial.trial_id, set()):
+            return  # a retried pack repeating a member that already ended
+        if self.live is not None and isinstance(result.get("epoch"), int):
+            self.live.epoch(f"{trial.trial_id}#{number}", result["epoch"])
+        if ENDED in result:
+            self._member_ended(trial, result)
 
     def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
         if self.live is not None:
@@ -157,6 +203,12 @@ class SweepProgress(Callback):
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         r = trial.last_result or {}
+        if RECORDS in trial.config:
+            reason = r.get("lwnas_error", "worker error (the worker died before reporting)")
+            LOG.error("pack %s failed: %s\n%s", self._members(trial), reason, r.get("lwnas_traceback") or "")
+            where = f"; full log: {self.log_path}" if self.log_path else ""
+            self._pack_ended(trial, f"failed ({reason}{where})")
+            return
         self._failed(
             trial, r.get("lwnas_error", "worker error (the worker died before reporting)"), r.get("lwnas_traceback")
         )

@@ -116,9 +116,23 @@ class StudySearcher(Searcher):
 
     # ---- suggesting ---------------------------------------------------------------------------
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
+        planned = self._next_feasible(trial_id)
+        if planned is None:
+            return None  # the proposer has nothing now (Ray asks again later)
+        params, number, record = planned
+        return {**params, NUMBER: number, RECORD: keys.plain(record.for_worker()), **self._allowed()}
+
+    @staticmethod
+    def _allowed() -> dict[str, Any]:
+        """The plugins the driver's command line allowed (--allow-plugin): from this process, never from storage."""
+        return {ALLOWED_PLUGINS: list(allowed_plugins())} if allowed_plugins() else {}
+
+    def _next_feasible(self, key: str) -> tuple[dict[str, Any], int, TrialRecord] | None:
+        """Ask until a point meets the constraints; ``(params, number, record)`` of it, known as ``key`` from
+        now on (a Ray trial id; a pack's member key), or None when the proposer has nothing now."""
         for _ in range(MAX_REJECTIONS):
-            if not self._propose(trial_id):
-                return None  # the proposer has nothing now (Ray asks again later)
+            if not self._propose(key):
+                return None
             ot_trial = self.ot_study.ask()
             active = self.suggest_params(ot_trial)
             params = {**ot_trial.params, **active}  # every value suggested, as Ray's define-by-run adapter gave
@@ -128,14 +142,12 @@ class StudySearcher(Searcher):
                 violation = constraint.violation(float(verdict.costs[constraint.metric]))
                 ot_trial.set_constraint(constraint.metric, violation)
             if verdict.feasible:
-                self.numbers[trial_id] = ot_trial.number
-                self._costs[trial_id] = record.costs
-                # the record is all the worker gets: it trains exactly what storage holds; the plugins the
-                # driver's command line allowed (--allow-plugin) come from this process, never from storage
-                allowed = {ALLOWED_PLUGINS: list(allowed_plugins())} if allowed_plugins() else {}
-                return {**params, NUMBER: ot_trial.number, RECORD: keys.plain(record.for_worker()), **allowed}
+                self.numbers[key] = ot_trial.number
+                self._costs[key] = record.costs
+                # the record is all the worker gets: it trains exactly what storage holds
+                return params, ot_trial.number, record
             self._tell_infeasible(ot_trial, verdict)
-            self._rejected(trial_id)
+            self._rejected(key)
         reasons = ", ".join(f"{k}: {v}" for k, v in self.static.summary()["reasons"].items())
         raise InfeasibleStudyError(
             f"{MAX_REJECTIONS} points in a row broke the constraints ({shorten(reasons)}); "
@@ -221,7 +233,7 @@ class StudySearcher(Searcher):
         self._set_attr(trial_id, keys.BUDGET_USED, len(epochs))
         if epochs:
             self._set_attr(trial_id, keys.WALL_TIME, epochs[-1].get("wall_time"))
-        for key, attr in (("host", keys.HOST), ("node", keys.NODE)):
+        for key, attr in (("host", keys.HOST), ("node", keys.NODE), ("device", keys.DEVICE)):
             if last.get(key):
                 self._set_attr(trial_id, attr, last[key])
         state, values = self._outcome(trial_id, last, epochs, error)

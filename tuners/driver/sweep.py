@@ -209,6 +209,8 @@ def _drive(
     from tuners.driver.front_stop import StopWhenFrontStalls, stalled_in_storage
     from tuners.driver.lease_stopper import LeaseStopper
     from tuners.driver.mo_asha import MOASHA
+    from tuners.driver.pack_searcher import pack_samples
+    from tuners.driver.pack_trainable import run_pack
     from tuners.driver.progress import SweepProgress, ray_logs_to
     from tuners.driver.searcher import StudySearcher
     from tuners.driver.trainable import run_trial
@@ -242,6 +244,7 @@ def _drive(
         )
         return ot_study
     static = (prepared or prepare(study)).costs
+    run_id = int(time.time())
     searcher: Searcher
     if study.tuner.sampler in SAMPLERS_NEEDING_NNI:
         from tuners.driver.nni_searcher import NNISearcher
@@ -250,6 +253,11 @@ def _drive(
             searcher = NNISearcher(study, ot_study, static, storage)
         except ImportError as exc:
             raise SweepError(str(exc)) from None
+    elif study.tuner.pack != 1:
+        from tuners.driver.pack_searcher import PackSearcher
+
+        pruner = f"lwnas-pack-pruner-{run_id}" if study.tuner.scheduler == "mo-asha" else None
+        searcher = PackSearcher(study, ot_study, static, storage, remaining, pruner)
     else:
         searcher = StudySearcher(study, ot_study, static, storage)
     recorder = searcher  # the searcher that writes the trial records (the wrappers below pass them on)
@@ -259,15 +267,23 @@ def _drive(
         searcher = SeedRepeats(searcher, ot_study, study.budget.front_seeds)
     if rule is not None:
         searcher = StopWhenFrontStalls(searcher, ot_study, store, rule, since)
-    scheduler = MOASHA.for_study(study) if study.tuner.scheduler == "mo-asha" else None
+    packed = study.tuner.pack != 1
+    # a pack's members are judged one by one by a PackPruner actor (Ray's scheduler stops whole trials)
+    scheduler = MOASHA.for_study(study) if study.tuner.scheduler == "mo-asha" and not packed else None
     prune_reasons = scheduler.reasons if scheduler is not None else {}
     recorder.prune_reasons = prune_reasons  # the trial's record says which rung stopped it and what dominated it
     concurrent = options.max_concurrent or study.tuner.max_concurrent
     _init_ray(options.address, study)
     _check_a_trial_fits(study)
+    pruner_actor = None  # held for the run: an actor whose handles are all dropped is ended by Ray
+    if packed and study.tuner.scheduler == "mo-asha":
+        pruner_actor = _start_pack_pruner(f"lwnas-pack-pruner-{run_id}", MOASHA.for_study(study))
     # the trial's record travels in its config: the workers never see the study file
-    trainable = tune.with_resources(run_trial, {"cpu": study.tuner.cpus_per_trial, "gpu": study.tuner.gpus_per_trial})
-    run_name = f"{path_component(ot_study.study_name)}-{int(time.time())}"
+    trainable = tune.with_resources(
+        run_pack if packed else run_trial, {"cpu": study.tuner.cpus_per_trial, "gpu": study.tuner.gpus_per_trial}
+    )
+    samples = pack_samples(study, remaining) if packed else remaining
+    run_name = f"{path_component(ot_study.study_name)}-{run_id}"
     log_path = _ray_results_dir() / run_name / "sweep.log"
     progress = SweepProgress(
         ot_study,
@@ -284,7 +300,7 @@ def _drive(
         tune_config=tune.TuneConfig(
             search_alg=searcher,
             scheduler=scheduler,
-            num_samples=remaining,
+            num_samples=samples,
             max_concurrent_trials=concurrent,
             reuse_actors=True,
             trial_dirname_creator=trial_dirname,
@@ -300,7 +316,8 @@ def _drive(
         ),
     )
     out.print(
-        f"sweep {ot_study.study_name!r}: {remaining} trials, up to {concurrent} at a time, "
+        f"sweep {ot_study.study_name!r}: {remaining} trials, up to {concurrent} at a time"
+        f"{f' in packs of {study.tuner.pack}' if packed else ''}, "
         f"{study.tuner.sampler} sampler, scheduler {study.tuner.scheduler}; storage {masked(options.storage)}"
     )
     started = time.monotonic()
@@ -312,6 +329,10 @@ def _drive(
                 tuner.fit()
             finally:
                 progress.close()  # the live line goes before anything else is printed
+                if pruner_actor is not None:
+                    import ray
+
+                    ray.kill(pruner_actor)
         if lease.lost is None:
             lease.renew()  # a storage that broke while the last trials ran
         if lease.lost is not None:
@@ -449,6 +470,17 @@ def _init_ray(address: str | None, study: Study) -> None:
         if paths:
             os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
         ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+
+
+def _start_pack_pruner(name: str, moasha: Any) -> Any:
+    """The sweep's PackPruner actor (mo-asha's rungs for every member of every pack); it ends with the driver."""
+    import ray
+
+    from tuners.driver.pack_trainable import PackPruner
+
+    actor = ray.remote(PackPruner).options(name=name, num_cpus=0).remote(moasha)
+    ray.get(actor.__ray_ready__.remote())  # type: ignore[union-attr]  # named and running before the first pack asks for it
+    return actor
 
 
 def _check_a_trial_fits(study: Study) -> None:

@@ -59,10 +59,27 @@ def train_record(record: TrialRecord, report: Callable[[dict[str, Any]], None]) 
 
     config = ArchConfig.from_dict(record.config)
     settings = TrainSettings.from_dict(record.training)
-    if record.task is None:  # the driver plans every trial it hands a worker with its task
-        raise ValueError(f"trial {record.number}: its record names no task")
-    task, data = _task_and_data(record.task, record.task_options)
+    task, data = task_and_data(record)
 
+    epoch = epoch_reporter(record, config, settings, report)
+    try:
+        fit(
+            config,
+            task,
+            settings,
+            callback=epoch,
+            progress=False,
+            data=data,
+            madds=_int_or_none(record.costs.get("madds")),
+        )
+    except TrainingError as exc:
+        report({"epoch": exc.epoch, "lwnas_failed": str(exc)})
+
+
+def epoch_reporter(
+    record: TrialRecord, config: Any, settings: Any, report: Callable[[dict[str, Any]], None]
+) -> Callable[[dict[str, Any]], None]:
+    """The epoch callback of one trial's training: its report with the planned costs, and ``built`` at epoch 1."""
     # The planned static costs ride on every report: mo-asha ranks a rung on the study's objectives, and
     # a cost objective the training loop does not measure (memory, latency) is known only from the plan.
     planned = {k: v for k, v in record.costs.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
@@ -82,31 +99,31 @@ def train_record(record: TrialRecord, report: Callable[[dict[str, Any]], None]) 
             }
         report(result)
 
-    try:
-        fit(
-            config,
-            task,
-            settings,
-            callback=epoch,
-            progress=False,
-            data=data,
-            madds=_int_or_none(record.costs.get("madds")),
-        )
-    except TrainingError as exc:
-        report({"epoch": exc.epoch, "lwnas_failed": str(exc)})
+    return epoch
+
+
+def task_and_data(record: TrialRecord):
+    """The task and data of a record (cached per worker process)."""
+    if record.task is None:  # the driver plans every trial it hands a worker with its task
+        raise ValueError(f"trial {record.number}: its record names no task")
+    return _task_and_data(record.task, record.task_options)
+
+
+def where_this_runs() -> dict[str, str]:
+    """The host and Ray node of this worker: every report carries them."""
+    import ray
+
+    return {"host": socket.gethostname(), "node": ray.get_runtime_context().get_node_id()}
 
 
 def run_trial(config: dict[str, Any]) -> None:
     """Train the record in ``config``; reports ``{"epoch", "val_<metric>", ...}`` to Ray Tune every epoch."""
-    import ray
     from ray import tune
 
     from trainers.tasks.registry import allow_plugins
 
     allow_plugins(config.get(ALLOWED_PLUGINS, ()))
-    host = socket.gethostname()
-    node = ray.get_runtime_context().get_node_id()  # tells apart two nodes on one host
-    where = {"host": host, "node": node}
+    where = where_this_runs()  # the node tells apart two nodes on one host
     try:
         train_record(TrialRecord.from_worker(config[RECORD]), lambda r: tune.report({**r, **where}))
     except Exception as exc:

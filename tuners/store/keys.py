@@ -89,6 +89,12 @@ HOST = "host"
 NODE = "node"  # the Ray node id the trial ran on
 
 
+DEVICE = "device"  # the torch device the trial trained on, as its worker resolved it ("cpu", "cuda:0")
+
+
+PACK = "pack"  # the Optuna trial numbers one Ray trial trained together (tuner.pack), this one among them
+
+
 FAILURE = "failure"
 
 

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from tuners.store.keys import (
     CONFIG,
     COSTS,
+    DEVICE,
     FAILURE,
     HOST,
     NODE,
@@ -122,6 +123,7 @@ class TrialRecord:
     wall_time: float | None = None
     host: str | None = None
     node: str | None = None
+    device: str | None = None  # the torch device it trained on (the plan's training.device says what was asked)
     failure: str | None = None
     seed_config: str | None = None
     datetime_start: Any = None
@@ -230,6 +232,7 @@ def record_from(
             "wall_time": attrs.get(WALL_TIME),
             "host": attrs.get(HOST),
             "node": attrs.get(NODE),
+            "device": attrs.get(DEVICE),
             "failure": attrs.get(FAILURE),
             "seed_config": attrs.get(SEED_CONFIG),
             "datetime_start": datetime_start,
