@@ -59,7 +59,7 @@ class Entry:
 
     params: dict[str, Any]  # the active searched knobs, as a sampler suggests them
     costs: dict[str, float]  # params, madds, memory (exact, from trainers.cost)
-    scores: dict[str, float] = field(default_factory=dict)  # training-free scores at init (trainers.proxies)
+    scores: dict[str, float | None] = field(default_factory=dict)  # training-free, at init (trainers.proxies)
     runs: tuple[Run, ...] = ()
     failures: tuple[str, ...] = ()  # why seeds that did not complete failed
 
