@@ -71,6 +71,25 @@ def progress(storage: str, name: str) -> dict:
     return {"exists": True, "outcomes": outcomes, "counted": counted, "trained_s": trained}
 
 
+def table_figures(path: Path) -> dict:
+    """What the built table says: its size, true front, hypervolume and each score's Kendall tau against accuracy."""
+    from tuners.simulate.table import load_table
+
+    table = load_table(path)
+    names = [o.metric for o in table.objectives]
+    front = table.true_front()
+    return {
+        "architectures": len(table.entries),
+        "complete_architectures": len(table.complete()),
+        "runs": sum(len(e.runs) for e in table.entries),
+        "reference_point": dict(zip(names, table.reference_point())),
+        "true_front_size": len(front),
+        "true_hypervolume": table.true_hypervolume(),
+        "best_mean_final": max(e.mean_final(table.task_metrics[0]) for e in table.complete()),
+        "kendall_tau_vs_final": {k: round(v["tau"], 3) for k, v in table.kendall_taus().items()},
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     parser.add_argument(
@@ -81,7 +100,7 @@ def main() -> None:
     parser.add_argument("--lock", help="a lock file each chunk holds (flock), e.g. /tmp/lwnas-heavy.lock")
     parser.add_argument("--chunk-minutes", type=float, default=14.0, help="driver wall time a chunk aims at")
     parser.add_argument("--first-chunk", type=int, default=200, help="trials of the first chunk (no rate yet)")
-    parser.add_argument("--chunks", type=int, default=100, help="stop after this many chunks")
+    parser.add_argument("--chunks", type=int, default=100, help="stop after this many chunks (in this run)")
     args = parser.parse_args()
 
     from searchspace.study import load_study
@@ -95,10 +114,15 @@ def main() -> None:
     storage = args.storage or f"sqlite:///{cache / study.name}.db"
     output = args.output or args.study.with_suffix(".lwtable.json.gz")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(":")}
-    chunks: list[dict] = []
-    rate: float | None = None
+    # every chunk of this build so far, across runs of this script (a build continued later reports them all)
+    chunk_file = cache / f"{study.name}.chunks.jsonl"
+    chunks: list[dict] = (
+        [json.loads(line) for line in chunk_file.read_text().splitlines()] if chunk_file.exists() else []
+    )
+    rate: float | None = chunks[-1]["trials"] / chunks[-1]["wall_s"] if chunks and chunks[-1]["trials"] else None
+    first_new = len(chunks)
     state = progress(storage, study.name)
-    while state.get("counted", 0) < total and len(chunks) < args.chunks:
+    while state.get("counted", 0) < total and len(chunks) - first_new < args.chunks:
         size = args.first_chunk if rate is None else max(20, int(rate * args.chunk_minutes * 60 * 0.9))
         target = min(total, state.get("counted", 0) + size)
         with held(args.lock) as waited:
@@ -125,6 +149,8 @@ def main() -> None:
             }
         )
         log(json.dumps({"chunk": len(chunks), **chunks[-1]}))
+        with chunk_file.open("a") as f:
+            f.write(json.dumps(chunks[-1]) + "\n")
         if result.returncode not in (0, 4) or not done:  # 4: stopped before its budget (resumable)
             break
     export_s = None
@@ -156,6 +182,7 @@ def main() -> None:
         "table_bytes": output.stat().st_size if export_s is not None else None,
         "storage": storage,
         "chunk_log": chunks,
+        **(table_figures(output) if export_s is not None else {}),
     }
     print(json.dumps(report))
 

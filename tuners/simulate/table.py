@@ -159,6 +159,29 @@ class Table:
         """Hypervolume of the true front from ``reference_point()``."""
         return self.hypervolume_of(self.true_front())
 
+    def kendall_taus(self, metric: str | None = None) -> dict[str, dict[str, float]]:
+        """Kendall's tau-b (and its p-value, and the entries it counts) of every training-free score and every
+        cost against the seed mean of the final ``metric`` (the first task objective by default), over the
+        complete entries that have the score: how well each ranks the architectures before any training."""
+        from scipy.stats import kendalltau
+
+        metric = metric or self.task_metrics[0]
+        entries = self.complete()
+        names = sorted({n for e in entries for n in e.scores}) + [
+            c for c in COSTS if all(c in e.costs for e in entries)
+        ]
+        out = {}
+        for name in names:
+            pairs = [
+                (e.scores.get(name) if name in e.scores else e.costs.get(name), e.mean_final(metric)) for e in entries
+            ]
+            xs, ys = zip(*[(x, y) for x, y in pairs if x is not None]) if pairs else ((), ())
+            if len(xs) < 3:
+                continue
+            result = kendalltau(xs, ys)
+            out[name] = {"tau": float(result.statistic), "p": float(result.pvalue), "n": len(xs)}
+        return out
+
 
 def params_key(params: Mapping[str, Any]) -> str:
     """One string per architecture: its params sorted by knob, JSON-encoded (true and 1 stay apart)."""
