@@ -92,6 +92,8 @@ def test_true_hypervolume_is_the_area_of_the_staircase():
 
 def test_entries_are_found_by_their_params_in_any_order():
     table = small_table()
+    space = table.search_space()
+    assert all(table.entry(p.params) for p in space.sample_points(20, seed=0))  # every point a sampler finds
     assert table.entry({"layers": 3, "d_model": 8}).params == {"d_model": 8, "layers": 3}
     with pytest.raises(KeyError):
         table.entry({"d_model": 8, "layers": True})  # true is not 1

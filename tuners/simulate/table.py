@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from searchspace.space import SearchSpace
 from searchspace.study import DIRECTIONS, Objective
 from tuners.fronts.objectives import hypervolume, minimised, nondominated, reference_point
 
@@ -101,6 +102,10 @@ class Table:
     def knobs(self) -> tuple[str, ...]:
         """The space's knob names, in the space's order."""
         return tuple(self.space)
+
+    def search_space(self) -> SearchSpace:
+        """The study's space as lwnas parses it (what a replayed sampler suggests from)."""
+        return SearchSpace.from_dict(self.space, self.family)
 
     @property
     def task_metrics(self) -> tuple[str, ...]:
