@@ -71,6 +71,20 @@ def progress(storage: str, name: str) -> dict:
     return {"exists": True, "outcomes": outcomes, "counted": counted, "trained_s": trained}
 
 
+def seconds_until(clock: str | None) -> float | None:
+    """Seconds from now to the next ``HH:MM`` UTC (None without one)."""
+    if clock is None:
+        return None
+    import datetime as dt
+
+    now = dt.datetime.now(dt.UTC)
+    hour, minute = map(int, clock.split(":"))
+    at = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+    if at < now - dt.timedelta(hours=12):
+        at += dt.timedelta(days=1)
+    return (at - now).total_seconds()
+
+
 def table_figures(path: Path) -> dict:
     """What the built table says: its size, true front, hypervolume and each score's Kendall tau against accuracy."""
     from tuners.simulate.table import load_table
@@ -101,6 +115,12 @@ def main() -> None:
     parser.add_argument("--chunk-minutes", type=float, default=14.0, help="driver wall time a chunk aims at")
     parser.add_argument("--first-chunk", type=int, default=200, help="trials of the first chunk (no rate yet)")
     parser.add_argument("--chunks", type=int, default=100, help="stop after this many chunks (in this run)")
+    parser.add_argument(
+        "--until", help="start no chunk after this UTC time (HH:MM), and size the last one to end by it"
+    )
+    parser.add_argument(
+        "--partial", action="store_true", help="export the table even if the sweep has not trained every point"
+    )
     args = parser.parse_args()
 
     from searchspace.study import load_study
@@ -124,8 +144,14 @@ def main() -> None:
     state = progress(storage, study.name)
     while state.get("counted", 0) < total and len(chunks) - first_new < args.chunks:
         size = args.first_chunk if rate is None else max(20, int(rate * args.chunk_minutes * 60 * 0.9))
-        target = min(total, state.get("counted", 0) + size)
         with held(args.lock) as waited:
+            left = seconds_until(args.until)
+            if left is not None and rate is not None:
+                size = min(size, int(rate * (left - 60) * 0.9))  # Ray's start-up and the lock's last minute
+            if left is not None and (left < 120 or size < 1):
+                log(f"--until {args.until}: no time left for another chunk")
+                break
+            target = min(total, state.get("counted", 0) + size)
             load = round(os.getloadavg()[0], 2)
             start = time.monotonic()
             if state["exists"]:
@@ -154,11 +180,14 @@ def main() -> None:
         if result.returncode not in (0, 4) or not done:  # 4: stopped before its budget (resumable)
             break
     export_s = None
-    if state.get("counted", 0) >= total:
+    if state.get("counted", 0) >= total or (args.partial and state.get("exists")):
         with held(args.lock):
             start = time.monotonic()
             subprocess.run(
-                lwnas("table", "export", study.name, "--storage", storage, "-o", str(output)), env=env, check=True
+                lwnas("table", "export", study.name, "--storage", storage, "-o", str(output))
+                + (["--partial"] if args.partial else []),
+                env=env,
+                check=True,
             )
             export_s = time.monotonic() - start
     outcomes = state.get("outcomes", {})
