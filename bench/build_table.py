@@ -3,7 +3,7 @@ chunks, and `lwnas table export` of the finished sweep; prints one JSON object w
 
     python bench/build_table.py studies/tables/digits.yaml --lock /tmp/lwnas-heavy.lock
 
-Each chunk is one driver (`lwnas sweep --trials N`, then `lwnas resume NAME --trials N'`) that trains about
+Each chunk is one driver (`lwnas sweep --trials N`, then `lwnas resume NAME --trials M`, M larger) that trains about
 `--chunk-minutes` of trials, sized from the rate of the chunk before; with `--lock` each chunk holds that file's
 lock (flock) and releases it between chunks, so a long build shares a machine. Running it again continues a
 build (the storage keeps every trial). The figures: trials per hour of driver wall time (Ray start-up
