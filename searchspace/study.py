@@ -17,6 +17,7 @@ from typing import Any, Literal
 from .config import FAMILIES
 from .domains import Fixed
 from .errors import ConfigError, did_you_mean, shown
+from .grid import grid_problems
 from .latency_settings import LATENCY_METRICS, LatencySettings, latency_settings
 from .space import SearchSpace, SpaceError
 from .space_check import checked_space
@@ -28,7 +29,7 @@ Direction = Literal["maximize", "minimize"]
 MAXIMIZE: Direction = "maximize"
 MINIMIZE: Direction = "minimize"
 DIRECTIONS: tuple[Direction, ...] = (MAXIMIZE, MINIMIZE)
-SAMPLERS = ("nsga2", "tpe", "gp", "random", "nni-tpe", "nni-evolution")
+SAMPLERS = ("nsga2", "tpe", "gp", "random", "grid", "nni-tpe", "nni-evolution")
 SCHEDULERS = ("none", "mo-asha")
 WINDOWED_SAMPLERS = ("tpe", "gp")  # samplers whose ask reads every finished trial: they get a window
 # finished trials a tpe/gp sampler learns from by default (the most recent), why in docs/performance.md:
@@ -128,6 +129,7 @@ class TunerSettings:
     reduction_factor: int = 3  # mo-asha: keep 1 in reduction_factor at each rung
     sampler_window: int | str | None = None  # tpe / gp: an integer, "all", or None for the default
     pack: int | str = 1  # Optuna trials trained together by one Ray trial (tuners/driver/pack.py), or "auto"
+    grid_seeds: int = 1  # grid: seeds every point of the grid is trained with
 
     def window(self) -> int | None:
         """Finished trials the sampler learns from (None: every trial); only tpe and gp have one."""
@@ -249,6 +251,8 @@ def study_from_dict(
         except SpaceError as exc:
             problems.extend(exc.problems)
     seeds = _seed_configs(data.get("seed_configs") or {}, space, problems)
+    if tuner.sampler == "grid":
+        problems.extend(_grid_problems(data, space, budget))
     if problems:
         raise StudyError([(_location(path, lines, p), m) for p, m in problems])
     assert family is not None and space is not None  # either is None only where a problem was reported
@@ -494,6 +498,7 @@ _TUNER_RULES: dict[str, tuple[str, Any]] = {
         f"an integer from 1 to {MAX_PACK} or `auto`",
         lambda v: v == "auto" or (_is_int(v) and 1 <= v <= MAX_PACK),
     ),
+    "grid_seeds": ("an integer >= 1", lambda v: _is_int(v) and v >= 1),
     "sampler_window": (
         f"an integer >= {MIN_SAMPLER_WINDOW} or `all`",
         lambda v: v == "all" or (_is_int(v) and v >= MIN_SAMPLER_WINDOW),
@@ -538,6 +543,10 @@ def _tuner(raw: Any, problems: list) -> TunerSettings:
                 f"(use pack: 1, or an Optuna sampler: nsga2, tpe, gp, random)",
             )
         )
+    if "grid_seeds" in out and not sampler_failed and sampler != "grid":
+        problems.append(
+            (("tuner", "grid_seeds"), f"applies to the grid sampler only; this study's sampler is {sampler}")
+        )
     return TunerSettings(**out)
 
 
@@ -561,6 +570,21 @@ def _training(raw: Any, space: Any, problems: list) -> dict[str, Any]:
         else:
             out[key] = value
     return out
+
+
+def _grid_problems(data: Mapping, space: SearchSpace | None, budget: Budget) -> list[tuple[tuple, str]]:
+    """What a grid sweep (``tuner: {sampler: grid}``) cannot have: an infinite grid, and what would add
+    points or seeds beside it (it trains every point of the space with ``tuner.grid_seeds`` seeds)."""
+    problems = list(grid_problems(space)) if space is not None else []
+    if data.get("seed_configs"):
+        problems.append((("seed_configs",), "a grid sweep trains every point of its space already: remove them"))
+    if data.get("constraints"):
+        problems.append((("constraints",), "a grid sweep trains every point of its space: narrow the space instead"))
+    if budget.front_seeds > 1:
+        problems.append(
+            (("budget", "front_seeds"), "a grid sweep trains every point with `tuner.grid_seeds` seeds: set that")
+        )
+    return problems
 
 
 def _seed_configs(raw: Any, space: SearchSpace | None, problems: list) -> dict[str, dict[str, Any]]:

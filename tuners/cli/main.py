@@ -22,6 +22,7 @@ from tuners.cli.dashboard import dashboard
 from tuners.cli.plugins import AllowPlugin, allow
 from tuners.cli.space import space_app
 from tuners.cli.sweep import export, resume, status, sweep
+from tuners.cli.table import table_app
 
 app = typer.Typer(
     name="lwnas",
@@ -32,6 +33,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(space_app, name="space")
+app.add_typer(table_app, name="table")
 for command in (sweep, resume, status, export, confirm, dashboard):
     app.command()(command)
 err = Console(stderr=True, soft_wrap=True)
