@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("searchspace", "trainers", "tuners", "dashboards")
-TUNERS_LAYERS = ("store", "fronts", "planning", "driver", "export", "cli")
+TUNERS_LAYERS = ("store", "fronts", "planning", "driver", "simulate", "export", "cli")
 
 
 def module_name(path: Path) -> str:
