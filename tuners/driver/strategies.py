@@ -105,7 +105,7 @@ class Screen:
         self.costs = [o.metric for o in self.objectives if o.is_cost]
         self.metric = next(o for o in self.objectives if not o.is_cost)  # a study has a task metric
         self.rf, self.proxy, self.warmup = reduction_factor, proxy, warmup
-        self.started: set[str] = set()  # architectures handed to training (running or finished)
+        self.started: set[str] = set()  # architectures training now or trained in full (a pruned one may return)
         self.known: dict[str, list[float]] = {}  # architecture -> its finished full-budget values
         self.finished: list[tuple[Candidate, float]] = []  # (point, final task metric) of every full trial
         self.proxied: list[np.ndarray] = []  # (-score, costs) of every point the proxy screen judged
@@ -132,7 +132,8 @@ class Screen:
 
     def finish(self, point: Candidate, values: Sequence[float] | None) -> None:
         """A trial of ``point`` ended: ``values`` are its objective values when it trained its full budget."""
-        if values is None:
+        if values is None:  # pruned or failed: the architecture may be proposed and tried again
+            self.started.discard(point.key)
             return
         self.known.setdefault(point.key, list(values))
         metric = float(values[self.objectives.index(self.metric)])
@@ -142,7 +143,7 @@ class Screen:
 
     # each screen: the reason to skip, or None
     def _fresh(self, point: Candidate) -> str | None:
-        return "the architecture was trained already" if point.key in self.started else None
+        return "the architecture is training or was trained in full already" if point.key in self.started else None
 
     def _best_cheaper(self, point: Candidate) -> float:
         """The best task metric (minimised) among finished points that cost no more than ``point`` in every cost."""
