@@ -115,7 +115,7 @@ class PASHA(MOASHA):
 
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> str:
         epoch = result.get("epoch")
-        if self.metric_key in result and "lwnas_failed" not in result:
+        if isinstance(epoch, int) and self.metric_key in result and "lwnas_failed" not in result:
             self.curves.setdefault(trial.trial_id, {})[epoch] = self.sign * float(result[self.metric_key])
             if epoch == self.max_epochs:
                 self._maybe_grow()

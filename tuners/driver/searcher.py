@@ -38,6 +38,7 @@ from searchspace.errors import LwnasError, shorten
 from searchspace.study import Study
 from trainers.loop import TrainSettings
 from trainers.tasks.registry import allowed_plugins
+from tuners.driver.strategies import Candidate, screen_for
 from tuners.driver.trainable import ALLOWED_PLUGINS, NUMBER, RECORD
 from tuners.fronts.objectives import worst_values
 from tuners.planning.costs import StaticCosts, Verdict
@@ -49,6 +50,8 @@ from tuners.store.trial_store import TrialStore
 # infeasible points in a row before the sweep gives up on the constraints (each costs ~0.1 s to check;
 # constraints that no point meets at all are refused before the sweep starts, as `lwnas space validate` does)
 MAX_REJECTIONS = 1000
+# points in a row the strategy's screen skipped before the sweep ends: nothing left seems worth training
+SCREEN_PATIENCE = 300
 
 
 class InfeasibleStudyError(LwnasError, RuntimeError):
@@ -81,6 +84,10 @@ class StudySearcher(Searcher):
         self._retries: dict[str, list[dict[str, Any]]] = {}  # attempts Ray re-ran (``record_retry``)
         # why the scheduler stopped a trial, by Ray trial id (mo-asha's ``reasons``; the driver links them)
         self.prune_reasons: dict[str, dict[str, Any]] = {}
+        self.screen = screen_for(study)  # the search strategy's screens (none under strategy full)
+        self._candidates: dict[str, Candidate] = {}
+        self._trained_as: dict[str, int] = {}  # architecture key -> the trial number that trained it in full
+        self.exhausted: str | None = None  # why the screen ended the sweep early
 
     def set_search_properties(self, metric: Any, mode: Any, config: dict, **spec: Any) -> bool:
         return True  # the space and the objectives come from the study, not from Tune's config
@@ -88,7 +95,7 @@ class StudySearcher(Searcher):
     def __getstate__(self) -> dict[str, Any]:
         # Ray pickles the search algorithm with the Tuner; the Optuna study, its storage (database
         # connections) and the cost model are rebuilt from the study file, so they stay out.
-        unpicklable = ("ot_study", "storage", "store", "static", "suggest_params")
+        unpicklable = ("ot_study", "storage", "store", "static", "suggest_params", "screen")
         return {k: v for k, v in self.__dict__.items() if k not in unpicklable}
 
     def save(self, checkpoint_path: str) -> None:
@@ -115,8 +122,10 @@ class StudySearcher(Searcher):
         self.store.set_attr(self.numbers[trial_id], key, value)
 
     # ---- suggesting ---------------------------------------------------------------------------
-    def suggest(self, trial_id: str) -> dict[str, Any] | None:
-        for _ in range(MAX_REJECTIONS):
+    # Ray declares dict | None, but its searchers also return Searcher.FINISHED (a str) to end the run
+    def suggest(self, trial_id: str) -> dict[str, Any] | str | None:  # type: ignore[override]
+        screened = 0
+        for _ in range(MAX_REJECTIONS + SCREEN_PATIENCE):
             if not self._propose(trial_id):
                 return None  # the proposer has nothing now (Ray asks again later)
             ot_trial = self.ot_study.ask()
@@ -127,7 +136,19 @@ class StudySearcher(Searcher):
             for constraint in self.study.constraints:
                 violation = constraint.violation(float(verdict.costs[constraint.metric]))
                 ot_trial.set_constraint(constraint.metric, violation)
+            point = self._candidate(active, verdict) if verdict.feasible and self.screen.active else None
+            reason = self.screen.skip(point) if point is not None else None
+            if reason is not None and point is not None:
+                self._tell_screened(ot_trial, point, verdict, reason)
+                screened += 1
+                if screened >= SCREEN_PATIENCE:
+                    self.exhausted = f"{SCREEN_PATIENCE} proposed points in a row were not worth training ({reason})"
+                    return Searcher.FINISHED
+                continue
             if verdict.feasible:
+                if point is not None:
+                    self.screen.start(point)
+                    self._candidates[trial_id] = point
                 self.numbers[trial_id] = ot_trial.number
                 self._costs[trial_id] = record.costs
                 # the record is all the worker gets: it trains exactly what storage holds; the plugins the
@@ -159,6 +180,23 @@ class StudySearcher(Searcher):
             costs=verdict.costs,
         )
         return TrialRecord.from_worker(keys.plain(record.for_worker())), verdict  # as storage will hold it
+
+    def _candidate(self, active: dict[str, Any], verdict: Verdict) -> Candidate:
+        """What the screen knows of a point before training: its architecture, costs and training-free scores."""
+        costs = {k: float(v) for k, v in verdict.costs.items() if isinstance(v, (int, float))}
+        key = json.dumps(sorted(active.items()), separators=(",", ":"), default=str)
+        return Candidate(key, dict(active), costs, {})
+
+    def _tell_screened(self, ot_trial: optuna.Trial, point: Candidate, verdict: Verdict, reason: str) -> None:
+        """Record a point the strategy's screen skipped: a duplicate told the values its earlier trial measured,
+        any other the worst values (as an infeasible point); it never trains and uses no place in the budget."""
+        ot_trial.set_user_attr(keys.OUTCOME, Outcome.SCREENED.value)
+        ot_trial.set_user_attr(keys.SCREENED_BY, reason)
+        known = self.screen.known_values(point)
+        if known is not None and point.key in self._trained_as:
+            ot_trial.set_user_attr(keys.SCREENED_AS, self._trained_as[point.key])
+        values = known if known is not None else worst_values(self.objectives, point.costs)
+        self.ot_study.tell(ot_trial.number, values, state=TrialState.COMPLETE)
 
     def _propose(self, trial_id: str) -> bool:
         """Hook before each ask (another proposer enqueues its point here); False: nothing to propose."""
@@ -226,6 +264,11 @@ class StudySearcher(Searcher):
                 self._set_attr(trial_id, attr, last[key])
         state, values = self._outcome(trial_id, last, epochs, error)
         self.ot_study.tell(self.numbers[trial_id], values, state=state)
+        point = self._candidates.pop(trial_id, None)
+        if point is not None:
+            self.screen.finish(point, values if state == TrialState.COMPLETE else None)
+            if state == TrialState.COMPLETE:
+                self._trained_as.setdefault(point.key, self.numbers[trial_id])
         self.completed.add(trial_id)
         for running in (self._last, self._epochs, self._costs, self._retries):
             running.pop(trial_id, None)

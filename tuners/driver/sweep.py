@@ -208,9 +208,9 @@ def _drive(
 
     from tuners.driver.front_stop import StopWhenFrontStalls, stalled_in_storage
     from tuners.driver.lease_stopper import LeaseStopper
-    from tuners.driver.mo_asha import MOASHA
     from tuners.driver.progress import SweepProgress, ray_logs_to
     from tuners.driver.searcher import StudySearcher
+    from tuners.driver.strategies import scheduler_of, strategy_of
     from tuners.driver.trainable import run_trial
     from tuners.store.budget import Ended, budget_in_force, counted_at_last_raise, raise_budget, record_end
 
@@ -259,7 +259,7 @@ def _drive(
         searcher = SeedRepeats(searcher, ot_study, study.budget.front_seeds)
     if rule is not None:
         searcher = StopWhenFrontStalls(searcher, ot_study, store, rule, since)
-    scheduler = MOASHA.for_study(study) if study.tuner.scheduler == "mo-asha" else None
+    scheduler = scheduler_of(study)  # the search strategy's (mo-asha as `tuner: {scheduler}` sets it, or another)
     prune_reasons = scheduler.reasons if scheduler is not None else {}
     recorder.prune_reasons = prune_reasons  # the trial's record says which rung stopped it and what dominated it
     concurrent = options.max_concurrent or study.tuner.max_concurrent
@@ -301,7 +301,9 @@ def _drive(
     )
     out.print(
         f"sweep {ot_study.study_name!r}: {remaining} trials, up to {concurrent} at a time, "
-        f"{study.tuner.sampler} sampler, scheduler {study.tuner.scheduler}; storage {masked(options.storage)}"
+        f"{study.tuner.sampler} sampler, strategy {study.search.strategy}, scheduler "
+        f"{strategy_of(study).scheduler if study.search.strategy != 'full' else study.tuner.scheduler}; "
+        f"storage {masked(options.storage)}"
     )
     started = time.monotonic()
     try:
@@ -323,6 +325,8 @@ def _drive(
             raise StorageError(f"the sweep stopped: {lease.lost}. {fix}")
         done = counted_trials(ot_study)
         stalled = searcher.reason if isinstance(searcher, StopWhenFrontStalls) and done < budget else None
+        if done < budget and getattr(recorder, "exhausted", None):  # the strategy's screen found nothing left
+            stalled = recorder.exhausted
         if stalled:
             out.print(f"the sweep ended before its budget: {stalled}", highlight=False)
         progress.finish(interrupted=done < budget and not stalled, storage=options.storage)
