@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from searchspace.study import DEFAULT_STRATEGY, Objective, Study
-from tuners.fronts.objectives import minimised, nondominated_order
+from tuners.fronts.objectives import minimised, nondominated_order, weakly_dominates
 
 SCREENS = ("fresh", "costs", "proxy", "surrogate")
 
@@ -150,7 +150,7 @@ class Screen:
         sign = minimised(1.0, [self.metric]).item()
         best = math.inf
         for other, metric in self.finished:
-            if all(other.costs[c] <= point.costs[c] for c in self.costs):
+            if weakly_dominates([other.costs[c] for c in self.costs], [point.costs[c] for c in self.costs]):
                 best = min(best, sign * metric)
         return best
 
