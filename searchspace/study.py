@@ -17,6 +17,7 @@ from typing import Any, Literal
 from .config import FAMILIES
 from .domains import Fixed
 from .errors import ConfigError, did_you_mean, shown
+from .grid import grid_problems
 from .latency_settings import LATENCY_METRICS, LatencySettings, latency_settings
 from .space import SearchSpace, SpaceError
 from .space_check import checked_space
@@ -28,7 +29,7 @@ Direction = Literal["maximize", "minimize"]
 MAXIMIZE: Direction = "maximize"
 MINIMIZE: Direction = "minimize"
 DIRECTIONS: tuple[Direction, ...] = (MAXIMIZE, MINIMIZE)
-SAMPLERS = ("nsga2", "tpe", "gp", "random", "nni-tpe", "nni-evolution")
+SAMPLERS = ("nsga2", "tpe", "gp", "random", "grid", "nni-tpe", "nni-evolution")
 SCHEDULERS = ("none", "mo-asha")
 # `search: {strategy: ...}`: what a sweep trains of what the sampler proposes (tuners/driver/strategies.py)
 STRATEGIES = (
@@ -141,6 +142,7 @@ class TunerSettings:
     grace_epochs: int = 1  # mo-asha: epochs before the first promotion decision
     reduction_factor: int = 3  # mo-asha: keep 1 in reduction_factor at each rung
     sampler_window: int | str | None = None  # tpe / gp: an integer, "all", or None for the default
+    grid_seeds: int = 1  # grid: seeds every point of the grid is trained with
 
     def window(self) -> int | None:
         """Finished trials the sampler learns from (None: every trial); only tpe and gp have one."""
@@ -272,6 +274,8 @@ def study_from_dict(
         except SpaceError as exc:
             problems.extend(exc.problems)
     seeds = _seed_configs(data.get("seed_configs") or {}, space, problems)
+    if tuner.sampler == "grid":
+        problems.extend(_grid_problems(data, space, budget))
     if problems:
         raise StudyError([(_location(path, lines, p), m) for p, m in problems])
     assert family is not None and space is not None  # either is None only where a problem was reported
@@ -513,6 +517,7 @@ _TUNER_RULES: dict[str, tuple[str, Any]] = {
     "population_size": ("an integer >= 2", lambda v: v is None or (_is_int(v) and v >= 2)),
     "grace_epochs": ("an integer >= 1", lambda v: _is_int(v) and v >= 1),
     "reduction_factor": ("an integer >= 2", lambda v: _is_int(v) and v >= 2),
+    "grid_seeds": ("an integer >= 1", lambda v: _is_int(v) and v >= 1),
     "sampler_window": (
         f"an integer >= {MIN_SAMPLER_WINDOW} or `all`",
         lambda v: v == "all" or (_is_int(v) and v >= MIN_SAMPLER_WINDOW),
@@ -548,6 +553,10 @@ def _tuner(raw: Any, problems: list) -> TunerSettings:
                 ("tuner", "sampler_window"),
                 f"applies to the {' and '.join(WINDOWED_SAMPLERS)} samplers only; this study's sampler is {sampler}",
             )
+        )
+    if "grid_seeds" in out and not sampler_failed and sampler != "grid":
+        problems.append(
+            (("tuner", "grid_seeds"), f"applies to the grid sampler only; this study's sampler is {sampler}")
         )
     return TunerSettings(**out)
 
@@ -606,6 +615,21 @@ def _training(raw: Any, space: Any, problems: list) -> dict[str, Any]:
         else:
             out[key] = value
     return out
+
+
+def _grid_problems(data: Mapping, space: SearchSpace | None, budget: Budget) -> list[tuple[tuple, str]]:
+    """What a grid sweep (``tuner: {sampler: grid}``) cannot have: an infinite grid, and what would add
+    points or seeds beside it (it trains every point of the space with ``tuner.grid_seeds`` seeds)."""
+    problems = list(grid_problems(space)) if space is not None else []
+    if data.get("seed_configs"):
+        problems.append((("seed_configs",), "a grid sweep trains every point of its space already: remove them"))
+    if data.get("constraints"):
+        problems.append((("constraints",), "a grid sweep trains every point of its space: narrow the space instead"))
+    if budget.front_seeds > 1:
+        problems.append(
+            (("budget", "front_seeds"), "a grid sweep trains every point with `tuner.grid_seeds` seeds: set that")
+        )
+    return problems
 
 
 def _seed_configs(raw: Any, space: SearchSpace | None, problems: list) -> dict[str, dict[str, Any]]:

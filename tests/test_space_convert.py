@@ -51,7 +51,12 @@ STUDIES = sorted(
         QUICKSTART,
         *(
             str(p.relative_to(ROOT))
-            for pattern in ("studies/tasks/*.yaml", "studies/full/*.yaml", "studies/paper-tables/*.yaml")
+            for pattern in (
+                "studies/tasks/*.yaml",
+                "studies/full/*.yaml",
+                "studies/paper-tables/*.yaml",
+                "studies/tables/*.yaml",
+            )
             for p in ROOT.glob(pattern)
         ),
     }

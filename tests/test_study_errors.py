@@ -909,6 +909,48 @@ def test_budget_stop_when_defaults(tmp_path):
         "sampler: tpee",
         ("got 'tpee'", "(did you mean `tpe`?)"),
     ),  # alone: no window error
+    Case(
+        "grid-with-a-float-range",
+        """
+        task: digits
+        objectives: [accuracy]
+        tuner:
+          sampler: grid
+        space:
+          d_model: {choice: [16, 32]}
+          lr: {float: [1.0e-3, 1.0e-2]}
+        """,
+        "space.lr",
+        "lr:",
+        ("is a float range (float 0.001..0.01), which has no finite grid", "`choice` or an `int` range"),
+    ),
+    Case(
+        "grid-seeds-without-grid",
+        """
+        task: digits
+        objectives: [accuracy]
+        tuner:
+          sampler: random
+          grid_seeds: 2
+        space: {d_model: 32}
+        """,
+        "tuner.grid_seeds",
+        "grid_seeds",
+        ("applies to the grid sampler only; this study's sampler is random",),
+    ),
+    Case(
+        "grid-with-constraints",
+        """
+        task: digits
+        objectives: [accuracy]
+        constraints: {params: {max: 10000}}
+        tuner: {sampler: grid}
+        space: {d_model: {choice: [16, 32]}}
+        """,
+        "constraints",
+        "constraints:",
+        ("a grid sweep trains every point of its space: narrow the space instead",),
+    ),
 )
 def test_tuner(tmp_path, case):
     run_case(tmp_path, case)

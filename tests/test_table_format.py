@@ -92,6 +92,8 @@ def test_true_hypervolume_is_the_area_of_the_staircase():
 
 def test_entries_are_found_by_their_params_in_any_order():
     table = small_table()
+    space = table.search_space()
+    assert all(table.entry(p.params) for p in space.sample_points(20, seed=0))  # every point a sampler finds
     assert table.entry({"layers": 3, "d_model": 8}).params == {"d_model": 8, "layers": 3}
     with pytest.raises(KeyError):
         table.entry({"d_model": 8, "layers": True})  # true is not 1
@@ -107,3 +109,12 @@ def test_a_file_that_breaks_a_rule_names_the_field(tmp_path):
     (tmp_path / "old.gz").write_bytes(gzip.compress(json.dumps(data).encode()))
     with pytest.raises(TableError, match="format"):
         load_table(tmp_path / "old.gz")
+
+
+def test_kendall_tau_ranks_a_score_that_orders_the_accuracy_as_one():
+    table = small_table()
+    taus = table.kendall_taus()
+    assert set(taus) == {"synflow", "params", "madds", "memory"}
+    assert taus["params"]["tau"] == pytest.approx(taus["madds"]["tau"])  # madds = 10 x params: the same order
+    assert taus["params"]["tau"] > 0.5 > abs(taus["synflow"]["tau"])  # accuracy grows with params; synflow is noise
+    assert taus["params"]["n"] == len(table.entries)

@@ -23,6 +23,7 @@ from tuners.cli.plugins import AllowPlugin, allow
 from tuners.cli.simulate import simulate
 from tuners.cli.space import space_app
 from tuners.cli.sweep import export, resume, status, sweep
+from tuners.cli.table import table_app
 
 app = typer.Typer(
     name="lwnas",
@@ -33,6 +34,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(space_app, name="space")
+app.add_typer(table_app, name="table")
 for command in (sweep, resume, status, export, confirm, dashboard, simulate):
     app.command()(command)
 err = Console(stderr=True, soft_wrap=True)

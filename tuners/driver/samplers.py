@@ -36,4 +36,8 @@ def _proposer(study: Study, seed: int) -> optuna.samplers.BaseSampler:
         return optuna.samplers.GPSampler(seed=seed, n_startup_trials=max(2, min(10, trials // 3)))
     if t.sampler == "random":
         return optuna.samplers.RandomSampler(seed=seed)
+    if t.sampler == "grid":  # every point in a fixed order: no seed to draw with
+        from tuners.driver.grid import GridSampler
+
+        return GridSampler(study)
     return optuna.samplers.RandomSampler(seed=seed)  # NNI proposes; Optuna only records

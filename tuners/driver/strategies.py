@@ -253,6 +253,11 @@ class _Ridge:
         return float(x @ self.weights), self.spread
 
 
+def known_scores(scores: Mapping[str, float | None]) -> dict[str, float]:
+    """The training-free scores that could be computed (a proxy gives None where it is not finite)."""
+    return {k: float(v) for k, v in scores.items() if v is not None and math.isfinite(v)}
+
+
 def _plain(value: Any) -> Any:
     return value if isinstance(value, (str, bool, int, float)) or value is None else str(value)
 

@@ -90,11 +90,23 @@ def open_study_storage(study: Study, options: SweepOptions, resume: bool, storag
     ot_study.set_user_attr(keys.STUDY_SPEC, keys.plain({**study.source, "name": name}))
     ot_study.set_user_attr(keys.STUDY_OBJECTIVES, encoded_objectives(study.objectives))
     ot_study.set_user_attr(keys.STUDY_VERSION, _version())
-    ot_study.set_user_attr(keys.STUDY_BUDGET, options.trials or study.budget.trials)  # `lwnas resume` keeps it
+    ot_study.set_user_attr(keys.STUDY_BUDGET, _first_budget(study, options.trials))  # `lwnas resume` keeps it
     ot_study.set_user_attr(keys.STUDY_SAMPLER_WINDOW, study.tuner.window())  # None: the sampler reads every trial
     for seed_name, params in study.seed_configs.items():
         ot_study.enqueue_trial(params, user_attrs={keys.SEED_CONFIG: seed_name}, skip_if_exists=True)
     return ot_study
+
+
+def _first_budget(study: Study, trials: int | None) -> int:
+    """The trial budget a new sweep stores: ``--trials`` or the study's; a grid sweep's is its whole grid
+    x ``grid_seeds`` unless one of those is smaller."""
+    if study.tuner.sampler != "grid":
+        return trials or study.budget.trials
+    from tuners.driver.grid import grid_trials
+
+    budget = study.source.get("budget")
+    given = trials or (study.budget.trials if isinstance(budget, dict) and "trials" in budget else None)
+    return min(given, grid_trials(study)) if given else grid_trials(study)
 
 
 def requeue_interrupted(ot_study: optuna.Study, storage: Any) -> list[int]:
@@ -224,6 +236,10 @@ def _drive(
         if change:
             out.print(f"budget raised from {change['from']} to {change['to']} trials")
     budget = budget_in_force(ot_study, study)
+    if study.tuner.sampler == "grid":  # `lwnas resume --trials` beyond the grid: the grid is all there is
+        from tuners.driver.grid import grid_trials
+
+        budget = min(budget, grid_trials(study))
     remaining = budget - counted_trials(ot_study)
     if remaining <= 0:
         out.print(
@@ -257,6 +273,11 @@ def _drive(
         from tuners.driver.seed_repeats import SeedRepeats
 
         searcher = SeedRepeats(searcher, ot_study, study.budget.front_seeds)
+    if study.tuner.sampler == "grid":
+        from tuners.driver.grid import GridSampler, GridSeeds
+
+        assert isinstance(ot_study.sampler, GridSampler)  # make_sampler's for a grid study
+        searcher = GridSeeds(searcher, ot_study, ot_study.sampler, study.tuner.grid_seeds)
     if rule is not None:
         searcher = StopWhenFrontStalls(searcher, ot_study, store, rule, since)
     scheduler = scheduler_of(study)  # the search strategy's (mo-asha as `tuner: {scheduler}` sets it, or another)

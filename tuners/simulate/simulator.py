@@ -30,7 +30,7 @@ from searchspace.convert import optuna_suggest
 from searchspace.errors import LwnasError
 from searchspace.study import Study
 from tuners.driver.samplers import make_sampler
-from tuners.driver.strategies import Candidate, scheduler_of, screen_for
+from tuners.driver.strategies import Candidate, known_scores, scheduler_of, screen_for
 from tuners.driver.trainable import NUMBER
 from tuners.fronts.objectives import worst_values
 from tuners.simulate.table import Entry, Run, Table, params_key
@@ -169,7 +169,7 @@ def replay(
             ot_trial = ot.ask()
             params = suggest(ot_trial)
             entry = _entry(table, params)
-            point = Candidate(entry.key, params, entry.costs, entry.scores)
+            point = Candidate(entry.key, params, entry.costs, known_scores(entry.scores))
             if any(c.violation(float(entry.costs[c.metric])) > 0 for c in study.constraints):
                 ot.tell(ot_trial, worst_values(study.objectives, entry.costs))
                 out.infeasible += 1

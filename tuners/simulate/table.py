@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from searchspace.space import SearchSpace
 from searchspace.study import DIRECTIONS, Objective
 from tuners.fronts.objectives import hypervolume, minimised, nondominated, reference_point
 
@@ -59,7 +60,7 @@ class Entry:
 
     params: dict[str, Any]  # the active searched knobs, as a sampler suggests them
     costs: dict[str, float]  # params, madds, memory (exact, from trainers.cost)
-    scores: dict[str, float] = field(default_factory=dict)  # training-free scores at init (trainers.proxies)
+    scores: dict[str, float | None] = field(default_factory=dict)  # training-free, at init (trainers.proxies)
     runs: tuple[Run, ...] = ()
     failures: tuple[str, ...] = ()  # why seeds that did not complete failed
 
@@ -101,6 +102,10 @@ class Table:
     def knobs(self) -> tuple[str, ...]:
         """The space's knob names, in the space's order."""
         return tuple(self.space)
+
+    def search_space(self) -> SearchSpace:
+        """The study's space as lwnas parses it (what a replayed sampler suggests from)."""
+        return SearchSpace.from_dict(self.space, self.family)
 
     @property
     def task_metrics(self) -> tuple[str, ...]:
@@ -158,6 +163,29 @@ class Table:
     def true_hypervolume(self) -> float:
         """Hypervolume of the true front from ``reference_point()``."""
         return self.hypervolume_of(self.true_front())
+
+    def kendall_taus(self, metric: str | None = None) -> dict[str, dict[str, float]]:
+        """Kendall's tau-b (and its p-value, and the entries it counts) of every training-free score and every
+        cost against the seed mean of the final ``metric`` (the first task objective by default), over the
+        complete entries that have the score: how well each ranks the architectures before any training."""
+        from scipy.stats import kendalltau
+
+        metric = metric or self.task_metrics[0]
+        entries = self.complete()
+        names = sorted({n for e in entries for n in e.scores}) + [
+            c for c in COSTS if all(c in e.costs for e in entries)
+        ]
+        out = {}
+        for name in names:
+            pairs = [
+                (e.scores.get(name) if name in e.scores else e.costs.get(name), e.mean_final(metric)) for e in entries
+            ]
+            xs, ys = zip(*[(x, y) for x, y in pairs if x is not None]) if pairs else ((), ())
+            if len(xs) < 3:
+                continue
+            result = kendalltau(xs, ys)
+            out[name] = {"tau": float(result.statistic), "p": float(result.pvalue), "n": len(xs)}
+        return out
 
 
 def params_key(params: Mapping[str, Any]) -> str:
