@@ -38,7 +38,7 @@ from searchspace.errors import LwnasError, shorten
 from searchspace.study import Study
 from trainers.loop import TrainSettings
 from trainers.tasks.registry import allowed_plugins
-from tuners.driver.strategies import Candidate, screen_for
+from tuners.driver.strategies import Candidate, known_scores, screen_for
 from tuners.driver.trainable import ALLOWED_PLUGINS, NUMBER, RECORD
 from tuners.fronts.objectives import worst_values
 from tuners.planning.costs import StaticCosts, Verdict
@@ -88,6 +88,7 @@ class StudySearcher(Searcher):
         self._candidates: dict[str, Candidate] = {}
         self._trained_as: dict[str, int] = {}  # architecture key -> the trial number that trained it in full
         self.exhausted: str | None = None  # why the screen ended the sweep early
+        self._proxy_data: Any = None  # the task's data, loaded once for the training-free scores
 
     def set_search_properties(self, metric: Any, mode: Any, config: dict, **spec: Any) -> bool:
         return True  # the space and the objectives come from the study, not from Tune's config
@@ -95,7 +96,7 @@ class StudySearcher(Searcher):
     def __getstate__(self) -> dict[str, Any]:
         # Ray pickles the search algorithm with the Tuner; the Optuna study, its storage (database
         # connections) and the cost model are rebuilt from the study file, so they stay out.
-        unpicklable = ("ot_study", "storage", "store", "static", "suggest_params", "screen")
+        unpicklable = ("ot_study", "storage", "store", "static", "suggest_params", "screen", "_proxy_data")
         return {k: v for k, v in self.__dict__.items() if k not in unpicklable}
 
     def save(self, checkpoint_path: str) -> None:
@@ -136,7 +137,7 @@ class StudySearcher(Searcher):
             for constraint in self.study.constraints:
                 violation = constraint.violation(float(verdict.costs[constraint.metric]))
                 ot_trial.set_constraint(constraint.metric, violation)
-            point = self._candidate(active, verdict) if verdict.feasible and self.screen.active else None
+            point = self._candidate(active, record, verdict) if verdict.feasible and self.screen.active else None
             reason = self.screen.skip(point) if point is not None else None
             if reason is not None and point is not None:
                 self._tell_screened(ot_trial, point, verdict, reason)
@@ -181,11 +182,22 @@ class StudySearcher(Searcher):
         )
         return TrialRecord.from_worker(keys.plain(record.for_worker())), verdict  # as storage will hold it
 
-    def _candidate(self, active: dict[str, Any], verdict: Verdict) -> Candidate:
-        """What the screen knows of a point before training: its architecture, costs and training-free scores."""
+    def _candidate(self, active: dict[str, Any], record: TrialRecord, verdict: Verdict) -> Candidate:
+        """What the screen knows of a point before training: its architecture, costs and training-free scores
+        (computed only for a screen that ranks by them: a model built and one batch, ~0.1-1 s per point)."""
         costs = {k: float(v) for k, v in verdict.costs.items() if isinstance(v, (int, float))}
         key = json.dumps(sorted(active.items()), separators=(",", ":"), default=str)
-        return Candidate(key, dict(active), costs, {})
+        scores: dict[str, float] = {}
+        if "proxy" in self.screen.screens and self.static.task is not None:
+            from searchspace import ArchConfig
+            from trainers.proxies import proxy_scores
+            from trainers.tasks.base import DATA_SEED
+
+            if self._proxy_data is None:
+                self._proxy_data = self.static.task.load(seed=DATA_SEED)
+            config = ArchConfig.from_dict(record.config)
+            scores = known_scores(proxy_scores(config, self.static.task, self._proxy_data, self.study.tuner.seed))
+        return Candidate(key, dict(active), costs, scores)
 
     def _tell_screened(self, ot_trial: optuna.Trial, point: Candidate, verdict: Verdict, reason: str) -> None:
         """Record a point the strategy's screen skipped: a duplicate told the values its earlier trial measured,
