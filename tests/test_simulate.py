@@ -227,6 +227,11 @@ def test_a_real_sweep_lands_within_the_spread_of_its_replays(tmp_path, table):
     study = tiny_study("sh-1", trials=8)
     ot = run_sweep(study, SweepOptions(storage=f"sqlite:///{tmp_path / 'real.db'}", quiet=True))
     records = [record_of(t) for t in ot.trials]
+    # the strategy ran in the driver: 8 trials trained (complete or pruned at epoch 1), skipped points recorded
+    trained = [r for r in records if r.outcome in ("complete", "pruned")]
+    assert len(trained) == 8 and {len(r.epochs) for r in trained} <= {1, 3}
+    assert all(r.outcome in ("complete", "pruned", "screened") for r in records)
+    assert all("screened_by" in t.user_attrs for t in ot.trials if t.user_attrs.get("outcome") == "screened")
     real_epochs = sum(len(r.epochs) for r in records)
     complete = {table.entry(r.params).key: table.entry(r.params) for r in records if r.outcome == "complete"}
     real_hv = table.hypervolume_of(list(complete.values()))

@@ -137,7 +137,10 @@ class StudySearcher(Searcher):
             for constraint in self.study.constraints:
                 violation = constraint.violation(float(verdict.costs[constraint.metric]))
                 ot_trial.set_constraint(constraint.metric, violation)
-            point = self._candidate(active, record, verdict) if verdict.feasible and self.screen.active else None
+            # a queued trial (a seed config, a seed repeat, a re-queued one) is asked for by name: never screened
+            queued = any(k in ot_trial.user_attrs for k in (keys.SEED_CONFIG, keys.SEED_OF, keys.REQUEUED_FROM))
+            screened_here = verdict.feasible and self.screen.active and not queued
+            point = self._candidate(active, record, verdict) if screened_here else None
             reason = self.screen.skip(point) if point is not None else None
             if reason is not None and point is not None:
                 self._tell_screened(ot_trial, point, verdict, reason)
@@ -188,7 +191,7 @@ class StudySearcher(Searcher):
         costs = {k: float(v) for k, v in verdict.costs.items() if isinstance(v, (int, float))}
         key = json.dumps(sorted(active.items()), separators=(",", ":"), default=str)
         scores: dict[str, float] = {}
-        if "proxy" in self.screen.screens and self.static.task is not None:
+        if self.screen.wants_scores and self.static.task is not None:
             from searchspace import ArchConfig
             from trainers.proxies import proxy_scores
             from trainers.tasks.base import DATA_SEED

@@ -115,6 +115,11 @@ class Screen:
     def active(self) -> bool:
         return bool(self.screens)
 
+    @property
+    def wants_scores(self) -> bool:
+        """Whether points need their training-free scores (computed per point: a model and a batch each)."""
+        return "proxy" in self.screens
+
     def skip(self, point: Candidate) -> str | None:
         """Why ``point`` is not worth training (None: train it). Call ``started`` when it is handed out."""
         for screen in self.screens:

@@ -169,7 +169,8 @@ def replay(
             ot_trial = ot.ask()
             params = suggest(ot_trial)
             entry = _entry(table, params)
-            point = Candidate(entry.key, params, entry.costs, known_scores(entry.scores))
+            scores = known_scores(entry.scores) if screen.wants_scores else {}  # as the driver computes them
+            point = Candidate(entry.key, params, entry.costs, scores)
             if any(c.violation(float(entry.costs[c.metric])) > 0 for c in study.constraints):
                 ot.tell(ot_trial, worst_values(study.objectives, entry.costs))
                 out.infeasible += 1
