@@ -96,6 +96,13 @@ def test_a_point_the_table_lacks_is_an_error_naming_it(table):
             replay(wider, table, seed)
 
 
+def test_a_table_of_part_of_the_space_treats_the_rest_as_out_of_bounds(table):
+    study = tiny_study(trials=6, sampler="random")
+    spec = {**study.source, "space": {**study.source["space"], "d_model": {"choice": [8, 16, 32]}}}
+    run = replay(study_from_dict(spec, task_family=task_family), table, 0, lacking="outside")
+    assert run.infeasible > 0 and run.complete == 6  # the points with d_model 32 cost nothing and count for nothing
+
+
 def test_a_study_the_table_cannot_stand_for_names_the_field(table):
     study = tiny_study()
     with pytest.raises(SimulationError, match=r"budget.epochs: must equal the table's epochs \(3\), got 5"):

@@ -38,7 +38,7 @@ from searchspace.errors import LwnasError, shorten
 from searchspace.study import Study
 from trainers.loop import TrainSettings
 from trainers.tasks.registry import allowed_plugins
-from tuners.driver.strategies import Candidate, known_scores, screen_for
+from tuners.driver.strategies import SCREEN_PATIENCE, Candidate, known_scores, screen_for
 from tuners.driver.trainable import ALLOWED_PLUGINS, NUMBER, RECORD
 from tuners.fronts.objectives import worst_values
 from tuners.planning.costs import StaticCosts, Verdict
@@ -50,8 +50,6 @@ from tuners.store.trial_store import TrialStore
 # infeasible points in a row before the sweep gives up on the constraints (each costs ~0.1 s to check;
 # constraints that no point meets at all are refused before the sweep starts, as `lwnas space validate` does)
 MAX_REJECTIONS = 1000
-# points in a row the strategy's screen skipped before the sweep ends: nothing left seems worth training
-SCREEN_PATIENCE = 300
 
 
 class InfeasibleStudyError(LwnasError, RuntimeError):

@@ -25,6 +25,8 @@ from searchspace.study import DEFAULT_STRATEGY, Objective, Study
 from tuners.fronts.objectives import minimised, nondominated_order, weakly_dominates
 
 SCREENS = ("fresh", "costs", "proxy", "surrogate")
+# points in a row a screen skipped before a sweep (or a replay) ends: nothing left seems worth training
+SCREEN_PATIENCE = 300
 
 
 @dataclass(frozen=True)

@@ -30,12 +30,11 @@ from searchspace.convert import optuna_suggest
 from searchspace.errors import LwnasError
 from searchspace.study import Study
 from tuners.driver.samplers import make_sampler
-from tuners.driver.strategies import Candidate, known_scores, scheduler_of, screen_for
+from tuners.driver.strategies import SCREEN_PATIENCE, Candidate, known_scores, scheduler_of, screen_for
 from tuners.driver.trainable import NUMBER
 from tuners.fronts.objectives import worst_values
 from tuners.simulate.table import Entry, Run, Table, params_key
 
-SCREEN_PATIENCE = 500  # proposals skipped in a row before a replay decides nothing is left worth training
 STOP = "STOP"  # Ray's TrialScheduler.STOP (compared by value: no Ray import on this path)
 
 
@@ -129,6 +128,7 @@ def replay(
     trials: int | None = None,
     max_compute_s: float | None = None,
     stop_at: float | None = None,
+    lacking: str = "error",
 ) -> Replay:
     """Replay ``study``'s sweep against ``table`` once.
 
@@ -139,6 +139,8 @@ def replay(
         trials: the trial budget (default: the study's ``budget.trials``).
         max_compute_s: end once this many training seconds are spent.
         stop_at: end once the hypervolume reaches this.
+        lacking: what a proposed point the table lacks is: ``error`` (SimulationError), or ``outside`` (a table
+            built for part of the space: the point is told as infeasible and costs nothing, as outside a constraint).
     """
     check_replayable(study, table)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -168,7 +170,11 @@ def replay(
         for _ in range(SCREEN_PATIENCE):
             ot_trial = ot.ask()
             params = suggest(ot_trial)
-            entry = _entry(table, params)
+            entry = _entry(table, params, lacking)
+            if entry is None:
+                ot.tell(ot_trial, state=TrialState.FAIL)  # outside the table's part of the space
+                out.infeasible += 1
+                continue
             scores = known_scores(entry.scores) if screen.wants_scores else {}  # as the driver computes them
             point = Candidate(entry.key, params, entry.costs, scores)
             if any(c.violation(float(entry.costs[c.metric])) > 0 for c in study.constraints):
@@ -239,10 +245,12 @@ def replay(
     return out
 
 
-def _entry(table: Table, params: dict[str, Any]) -> Entry:
+def _entry(table: Table, params: dict[str, Any], lacking: str = "error") -> Entry | None:
     try:
         return table.entry(params)
     except KeyError:
+        if lacking == "outside":
+            return None
         raise SimulationError(
             f"the sampler proposed {params_key(params)}, which the table does not hold: the study's space must be "
             f"the table's (`space` of {table.study})"
