@@ -21,9 +21,11 @@ replays' range. Prints one JSON object per line: one per table and strategy, the
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import json
 import math
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -98,7 +100,8 @@ def real_sweeps(table, strategy: str, trials: int, repeats: int, seeds: int) -> 
         for seed in range(repeats):
             study = study_of(table, strategy, trials, seed=seed)
             started = time.perf_counter()
-            ot = run_sweep(study, SweepOptions(storage=f"sqlite:///{Path(tmp) / 'real.db'}", quiet=True))
+            with contextlib.redirect_stdout(sys.stderr):  # the sweep prints its front: stdout keeps the JSON
+                ot = run_sweep(study, SweepOptions(storage=f"sqlite:///{Path(tmp) / 'real.db'}", quiet=True))
             records = [record_of(t) for t in ot.trials]
             complete = {}
             for r in records:
