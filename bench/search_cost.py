@@ -25,6 +25,7 @@ import contextlib
 import glob
 import json
 import math
+import multiprocessing
 import sys
 import tempfile
 import time
@@ -58,13 +59,26 @@ def study_of(table, strategy: str, trials: int, seed: int = 0, concurrent: int =
     return study_from_dict(spec, task_family=task_family)
 
 
-def simulate(table, strategy: str, seeds: int, cap: float, lacking: str = "error"):
-    from tuners.simulate.simulator import replays
+_ARM: dict = {}  # what forked replay workers read: the table, the study and the replay's limits
 
+
+def _replay_seed(seed: int):
+    from tuners.simulate.simulator import replay
+
+    return replay(_ARM["study"], _ARM["table"], seed, **_ARM["limits"])
+
+
+def simulate(table, strategy: str, seeds: int, cap: float, lacking: str = "error", jobs: int = 1):
+    """``seeds`` replays of the strategy until 99 % of the true hypervolume, on ``jobs`` processes (forked)."""
     target = 0.99 * table.true_hypervolume()
     trials = max(1, int(cap * len(table.entries)))
     started = time.perf_counter()
-    runs = replays(study_of(table, strategy, trials), table, seeds, stop_at=target, lacking=lacking)
+    _ARM.update(study=study_of(table, strategy, trials), table=table, limits={"stop_at": target, "lacking": lacking})
+    if jobs > 1:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            runs = pool.map(_replay_seed, range(seeds))
+    else:
+        runs = [_replay_seed(s) for s in range(seeds)]
     return runs, time.perf_counter() - started
 
 
@@ -142,6 +156,7 @@ def main() -> None:
     parser.add_argument(
         "--partial", action="store_true", help="tables of part of their space: points they lack are out of bounds"
     )
+    parser.add_argument("--jobs", type=int, default=2, help="processes the replays of a strategy run on")
     parser.add_argument("--simulate-only", action="store_true", help="replays only: no real sweep")
     parser.add_argument("--real", default="", help="strategies to confirm by real sweeps (without --simulate-only)")
     parser.add_argument("--real-trials", type=int, default=40, help="trial budget of each real sweep")
@@ -166,7 +181,8 @@ def main() -> None:
         for strategy in strategies:
             if strategy == "proxy-screen" and not any(e.scores for e in table.entries):
                 continue  # no training-free scores in this table
-            runs, seconds = simulate(table, strategy, args.seeds, args.cap, "outside" if args.partial else "error")
+            lacking = "outside" if args.partial else "error"
+            runs, seconds = simulate(table, strategy, args.seeds, args.cap, lacking, args.jobs)
             to99 = [r.compute_to(0.99 * true_hv) for r in runs]
             costs = [math.inf if c is None else c for c in to99]
             if strategy == BASELINE:
