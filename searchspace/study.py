@@ -31,6 +31,19 @@ MINIMIZE: Direction = "minimize"
 DIRECTIONS: tuple[Direction, ...] = (MAXIMIZE, MINIMIZE)
 SAMPLERS = ("nsga2", "tpe", "gp", "random", "grid", "nni-tpe", "nni-evolution")
 SCHEDULERS = ("none", "mo-asha")
+# `search: {strategy: ...}`: what a sweep trains of what the sampler proposes (tuners/driver/strategies.py)
+STRATEGIES = (
+    "full",
+    "mo-asha",
+    "fresh",
+    "sh-1",
+    "pasha",
+    "cost-screen",
+    "proxy-screen",
+    "surrogate",
+    "surrogate-sh-1",
+)
+DEFAULT_STRATEGY = "full"
 WINDOWED_SAMPLERS = ("tpe", "gp")  # samplers whose ask reads every finished trial: they get a window
 # finished trials a tpe/gp sampler learns from by default (the most recent), why in docs/performance.md:
 # TPE's ask then costs what it costs at 2,000-2,500 trials at any study size; GP's took 10-33 s per ask
@@ -51,6 +64,7 @@ TOP_KEYS = (
     "training",
     "space",
     "latency",
+    "search",
 )
 # a study's name becomes part of file and folder names (Ray's results, exports) and of printed
 # shell commands: one path component that cannot climb out of its folder or be read as an option
@@ -141,6 +155,14 @@ class TunerSettings:
 
 
 @dataclass(frozen=True)
+class SearchSettings:
+    """``search: {strategy: NAME, proxy: SCORE}``: the strategy, and the training-free score proxy-screen ranks by."""
+
+    strategy: str = DEFAULT_STRATEGY
+    proxy: str | None = None  # None: the first score (by name) a point has
+
+
+@dataclass(frozen=True)
 class Study:
     name: str
     task: str
@@ -158,6 +180,7 @@ class Study:
     lines: dict = field(default_factory=dict, repr=False, compare=False)
     source: dict = field(default_factory=dict, repr=False, compare=False)  # the file's data, as read
     latency: LatencySettings = LatencySettings()  # how the latency metrics are measured
+    search: SearchSettings = SearchSettings()  # the search strategy
 
     def where(self, path: tuple) -> str:
         """``file:line: dotted.path`` for messages about this study."""
@@ -238,6 +261,7 @@ def study_from_dict(
     constraints = _constraints(data.get("constraints") or {}, problems)
     budget = _budget(data.get("budget") or {}, problems)
     tuner = _tuner(data.get("tuner") or {}, problems)
+    search = _search(data.get("search") or {}, tuner, problems)
     training = _training(data.get("training") or {}, data.get("space") or {}, problems)
     latency = latency_settings(data.get("latency") or {}, problems)
     task_options = data.get("task_options") or {}
@@ -273,6 +297,7 @@ def study_from_dict(
         lines=lines,
         source=dict(data),
         latency=latency,
+        search=search,
     )
 
 
@@ -548,6 +573,49 @@ def _tuner(raw: Any, problems: list) -> TunerSettings:
             (("tuner", "grid_seeds"), f"applies to the grid sampler only; this study's sampler is {sampler}")
         )
     return TunerSettings(**out)
+
+
+def _search(raw: Any, tuner: TunerSettings, problems: list) -> SearchSettings:
+    if not isinstance(raw, Mapping):
+        problems.append((("search",), f"must be a mapping like {{strategy: {DEFAULT_STRATEGY}}}, got {shown(raw)}"))
+        return SearchSettings()
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        where = ("search", key)
+        if key == "strategy":
+            if value not in STRATEGIES:
+                hint = did_you_mean(str(value), STRATEGIES)
+                problems.append((where, f"must be one of {', '.join(STRATEGIES)}, got {shown(value)}{hint}"))
+            else:
+                out[key] = value
+        elif key == "proxy":
+            if not isinstance(value, str) or not value:
+                problems.append((where, f"must be the name of a training-free score, got {shown(value)}"))
+            else:
+                out[key] = value
+        else:
+            problems.append((where, f"unknown key{did_you_mean(str(key), ('strategy', 'proxy'))}"))
+    strategy = out.get("strategy", DEFAULT_STRATEGY)
+    if strategy != DEFAULT_STRATEGY and strategy != "mo-asha" and tuner.scheduler != "none":
+        problems.append(
+            (
+                ("search", "strategy"),
+                f"{strategy} chooses its own scheduler; remove `tuner: {{scheduler: {tuner.scheduler}}}` "
+                "or use strategy full",
+            )
+        )
+    if "proxy" in out and strategy != "proxy-screen":
+        problems.append((("search", "proxy"), f"applies to strategy proxy-screen only; this study's is {strategy}"))
+    if strategy != DEFAULT_STRATEGY and tuner.pack != 1:
+        # a pack's members are judged by its own pruner (mo-asha's rungs), which knows no strategy's rungs or screens
+        problems.append(
+            (
+                ("search", "strategy"),
+                f"{strategy} does not run in packs; use `tuner: {{pack: 1}}` with it, or strategy "
+                f"{DEFAULT_STRATEGY} (with `tuner: {{scheduler: mo-asha}}` for early stopping)",
+            )
+        )
+    return SearchSettings(**out)
 
 
 def _training(raw: Any, space: Any, problems: list) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from tuners.cli.confirm import confirm
 from tuners.cli.cost import CostFormat, cost_rows, render_cost
 from tuners.cli.dashboard import dashboard
 from tuners.cli.plugins import AllowPlugin, allow
+from tuners.cli.simulate import simulate
 from tuners.cli.space import space_app
 from tuners.cli.sweep import export, resume, status, sweep
 from tuners.cli.table import table_app
@@ -34,7 +35,7 @@ app = typer.Typer(
 )
 app.add_typer(space_app, name="space")
 app.add_typer(table_app, name="table")
-for command in (sweep, resume, status, export, confirm, dashboard):
+for command in (sweep, resume, status, export, confirm, dashboard, simulate):
     app.command()(command)
 err = Console(stderr=True, soft_wrap=True)
 

@@ -28,14 +28,21 @@ class MOASHA(FIFOScheduler):
     """Multi-objective asynchronous successive halving over epochs."""
 
     def __init__(
-        self, objectives: Sequence[Objective], max_epochs: int, grace_epochs: int = 1, reduction_factor: int = 3
+        self,
+        objectives: Sequence[Objective],
+        max_epochs: int,
+        grace_epochs: int = 1,
+        reduction_factor: int = 3,
+        rungs: Sequence[int] | None = None,
     ):
         super().__init__()
         self.objectives = tuple(objectives)
         # where each objective is in a trial's report: a task metric as its validation value, a cost as itself
         self.result_keys = [o.metric if o.is_cost else f"val_{o.metric}" for o in self.objectives]
         self.rf = reduction_factor
-        self.rungs = mo_asha_rungs(max_epochs, grace_epochs, reduction_factor)
+        # `rungs`: other epochs to judge at (successive halving with one rung at epoch 1 gives [1])
+        self.rungs = list(rungs) if rungs is not None else mo_asha_rungs(max_epochs, grace_epochs, reduction_factor)
+        self.max_epochs = max_epochs
         self.recorded: dict[int, dict[str, np.ndarray]] = {r: {} for r in self.rungs}
         self.stopped: list[str] = []
         # why each stopped trial was stopped, by Ray trial id: the searcher records it on the trial
@@ -98,6 +105,55 @@ class MOASHA(FIFOScheduler):
 
     def debug_string(self) -> str:
         return "MOASHA: " + ", ".join(f"rung {r}: {len(v)} trials" for r, v in self.recorded.items())
+
+
+class PASHA(MOASHA):
+    """One rung whose epoch grows (PASHA, Bohdal et al., 2023): it starts at epoch 1, and whenever the trials
+    that trained their full budget are ranked differently by the task metric at the rung and at the end, the
+    rung moves up by the reduction factor (never to the full budget). A rung that ranks like the end stays
+    where it is cheap; one that misleads (accuracies near chance after one epoch) is given more epochs.
+    """
+
+    def __init__(self, objectives: Sequence[Objective], max_epochs: int, reduction_factor: int = 3):
+        epochs = mo_asha_rungs(max_epochs, 1, reduction_factor)
+        super().__init__(objectives, max_epochs, 1, reduction_factor, rungs=epochs[:1])
+        self.possible = epochs  # the epochs the rung may move to
+        self.recorded = {r: {} for r in epochs}
+        self.metric_key = next(k for k, o in zip(self.result_keys, self.objectives) if not o.is_cost)
+        self.sign = float(minimised([1.0], [next(o for o in self.objectives if not o.is_cost)])[0])
+        self.curves: dict[str, dict[int, float]] = {}  # trial id -> epoch -> task metric (minimised)
+        self.moves: list[dict[str, Any]] = []  # when the rung moved, and on what evidence
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> str:
+        epoch = result.get("epoch")
+        if isinstance(epoch, int) and self.metric_key in result and "lwnas_failed" not in result:
+            self.curves.setdefault(trial.trial_id, {})[epoch] = self.sign * float(result[self.metric_key])
+            if epoch == self.max_epochs:
+                self._maybe_grow()
+        if not self.rungs or epoch != self.rungs[0]:
+            return TrialScheduler.CONTINUE
+        return super().on_trial_result(tune_controller, trial, result)
+
+    def _maybe_grow(self) -> None:
+        """Move the rung up when its ranking of the finished trials disagrees with their final one."""
+        rung = self.rungs[0] if self.rungs else None
+        if rung is None or self.possible.index(rung) + 1 >= len(self.possible):
+            return
+        both = [c for c in self.curves.values() if rung in c and self.max_epochs in c]
+        if len(both) < 2 * self.rf:
+            return
+        at_rung = np.array([c[rung] for c in both])
+        final = np.array([c[self.max_epochs] for c in both])
+        keep = max(1, math.ceil(len(both) / self.rf))
+        # the best 1/rf at the end, and at the rung: PASHA's soft ranking test, on the set a rung keeps
+        agree = len(set(np.argsort(at_rung)[:keep]) & set(np.argsort(final)[:keep])) / keep
+        if agree < PASHA_AGREEMENT:
+            grown = self.possible[self.possible.index(rung) + 1]
+            self.moves.append({"from": rung, "to": grown, "trials": len(both), "agreement": round(agree, 3)})
+            self.rungs = [grown]
+
+
+PASHA_AGREEMENT = 0.5  # the share of the final best 1/rf the rung must also keep
 
 
 def describe_stop(reason: dict[str, Any]) -> str:

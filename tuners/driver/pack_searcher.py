@@ -69,7 +69,9 @@ class PackSearcher(StudySearcher):
         while self.left > 0 and len(records) < self._most():
             key = f"{trial_id}#{len(records)}"
             planned = self._next_feasible(key)
-            if planned is None:
+            if isinstance(planned, str) and not records:
+                return planned  # the strategy's screens ended the sweep (Searcher.FINISHED)
+            if planned is None or isinstance(planned, str):
                 break
             point, number, record = planned
             params = params or point  # Ray shows the first member's params as the trial's

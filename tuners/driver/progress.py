@@ -234,6 +234,9 @@ class SweepProgress(Callback):
             )
         export = f"export the front: lwnas export {quoted} --trials pareto --storage {url} -o exported/\n"
         export = export if on_front else ""  # an empty front has nothing to export
+        if export and self.study.search.strategy != "full":  # a front found cheaply is confirmed before export
+            epochs = 3 * self.study.budget.epochs
+            export = f"confirm the front first: lwnas confirm {quoted} --epochs {epochs} --storage {url}\n{export}"
         self.out.print(
             escape(
                 f"status: lwnas status {quoted} --storage {url}\n"

@@ -38,6 +38,7 @@ from searchspace.errors import LwnasError, shorten
 from searchspace.study import Study
 from trainers.loop import TrainSettings
 from trainers.tasks.registry import allowed_plugins
+from tuners.driver.strategies import SCREEN_PATIENCE, Candidate, known_scores, screen_for
 from tuners.driver.trainable import ALLOWED_PLUGINS, NUMBER, RECORD
 from tuners.fronts.objectives import worst_values
 from tuners.planning.costs import StaticCosts, Verdict
@@ -81,6 +82,11 @@ class StudySearcher(Searcher):
         self._retries: dict[str, list[dict[str, Any]]] = {}  # attempts Ray re-ran (``record_retry``)
         # why the scheduler stopped a trial, by Ray trial id (mo-asha's ``reasons``; the driver links them)
         self.prune_reasons: dict[str, dict[str, Any]] = {}
+        self.screen = screen_for(study)  # the search strategy's screens (none under strategy full)
+        self._candidates: dict[str, Candidate] = {}
+        self._trained_as: dict[str, int] = {}  # architecture key -> the trial number that trained it in full
+        self.exhausted: str | None = None  # why the screen ended the sweep early
+        self._proxy_data: Any = None  # the task's data, loaded once for the training-free scores
 
     def set_search_properties(self, metric: Any, mode: Any, config: dict, **spec: Any) -> bool:
         return True  # the space and the objectives come from the study, not from Tune's config
@@ -88,7 +94,7 @@ class StudySearcher(Searcher):
     def __getstate__(self) -> dict[str, Any]:
         # Ray pickles the search algorithm with the Tuner; the Optuna study, its storage (database
         # connections) and the cost model are rebuilt from the study file, so they stay out.
-        unpicklable = ("ot_study", "storage", "store", "static", "suggest_params")
+        unpicklable = ("ot_study", "storage", "store", "static", "suggest_params", "screen", "_proxy_data")
         return {k: v for k, v in self.__dict__.items() if k not in unpicklable}
 
     def save(self, checkpoint_path: str) -> None:
@@ -115,10 +121,11 @@ class StudySearcher(Searcher):
         self.store.set_attr(self.numbers[trial_id], key, value)
 
     # ---- suggesting ---------------------------------------------------------------------------
-    def suggest(self, trial_id: str) -> dict[str, Any] | None:
+    # Ray declares dict | None, but its searchers also return Searcher.FINISHED (a str) to end the run
+    def suggest(self, trial_id: str) -> dict[str, Any] | str | None:  # type: ignore[override]
         planned = self._next_feasible(trial_id)
-        if planned is None:
-            return None  # the proposer has nothing now (Ray asks again later)
+        if planned is None or isinstance(planned, str):
+            return planned  # None: the proposer has nothing now (Ray asks again later); FINISHED: screens ended it
         params, number, record = planned
         return {**params, NUMBER: number, RECORD: keys.plain(record.for_worker()), **self._allowed()}
 
@@ -127,10 +134,12 @@ class StudySearcher(Searcher):
         """The plugins the driver's command line allowed (--allow-plugin): from this process, never from storage."""
         return {ALLOWED_PLUGINS: list(allowed_plugins())} if allowed_plugins() else {}
 
-    def _next_feasible(self, key: str) -> tuple[dict[str, Any], int, TrialRecord] | None:
-        """Ask until a point meets the constraints; ``(params, number, record)`` of it, known as ``key`` from
-        now on (a Ray trial id; a pack's member key), or None when the proposer has nothing now."""
-        for _ in range(MAX_REJECTIONS):
+    def _next_feasible(self, key: str) -> tuple[dict[str, Any], int, TrialRecord] | str | None:
+        """Ask until a point meets the constraints and the strategy's screen keeps it; ``(params, number, record)``
+        of it, known as ``key`` from now on (a Ray trial id; a pack's member key), None when the proposer has
+        nothing now, or ``Searcher.FINISHED`` once SCREEN_PATIENCE points in a row were screened out."""
+        screened = 0
+        for _ in range(MAX_REJECTIONS + SCREEN_PATIENCE):
             if not self._propose(key):
                 return None
             ot_trial = self.ot_study.ask()
@@ -141,7 +150,22 @@ class StudySearcher(Searcher):
             for constraint in self.study.constraints:
                 violation = constraint.violation(float(verdict.costs[constraint.metric]))
                 ot_trial.set_constraint(constraint.metric, violation)
+            # a queued trial (a seed config, a seed repeat, a re-queued one) is asked for by name: never screened
+            queued = any(k in ot_trial.user_attrs for k in (keys.SEED_CONFIG, keys.SEED_OF, keys.REQUEUED_FROM))
+            screened_here = verdict.feasible and self.screen.active and not queued
+            point = self._candidate(active, record, verdict) if screened_here else None
+            reason = self.screen.skip(point) if point is not None else None
+            if reason is not None and point is not None:
+                self._tell_screened(ot_trial, point, verdict, reason)
+                screened += 1
+                if screened >= SCREEN_PATIENCE:
+                    self.exhausted = f"{SCREEN_PATIENCE} proposed points in a row were not worth training ({reason})"
+                    return Searcher.FINISHED
+                continue
             if verdict.feasible:
+                if point is not None:
+                    self.screen.start(point)
+                    self._candidates[key] = point
                 self.numbers[key] = ot_trial.number
                 self._costs[key] = record.costs
                 # the record is all the worker gets: it trains exactly what storage holds
@@ -171,6 +195,34 @@ class StudySearcher(Searcher):
             costs=verdict.costs,
         )
         return TrialRecord.from_worker(keys.plain(record.for_worker())), verdict  # as storage will hold it
+
+    def _candidate(self, active: dict[str, Any], record: TrialRecord, verdict: Verdict) -> Candidate:
+        """What the screen knows of a point before training: its architecture, costs and training-free scores
+        (computed only for a screen that ranks by them: a model built and one batch, ~0.1-1 s per point)."""
+        costs = {k: float(v) for k, v in verdict.costs.items() if isinstance(v, (int, float))}
+        key = json.dumps(sorted(active.items()), separators=(",", ":"), default=str)
+        scores: dict[str, float] = {}
+        if self.screen.wants_scores and self.static.task is not None:
+            from searchspace import ArchConfig
+            from trainers.proxies import proxy_scores
+            from trainers.tasks.base import DATA_SEED
+
+            if self._proxy_data is None:
+                self._proxy_data = self.static.task.load(seed=DATA_SEED)
+            config = ArchConfig.from_dict(record.config)
+            scores = known_scores(proxy_scores(config, self.static.task, self._proxy_data, self.study.tuner.seed))
+        return Candidate(key, dict(active), costs, scores)
+
+    def _tell_screened(self, ot_trial: optuna.Trial, point: Candidate, verdict: Verdict, reason: str) -> None:
+        """Record a point the strategy's screen skipped: a duplicate told the values its earlier trial measured,
+        any other the worst values (as an infeasible point); it never trains and uses no place in the budget."""
+        ot_trial.set_user_attr(keys.OUTCOME, Outcome.SCREENED.value)
+        ot_trial.set_user_attr(keys.SCREENED_BY, reason)
+        known = self.screen.known_values(point)
+        if known is not None and point.key in self._trained_as:
+            ot_trial.set_user_attr(keys.SCREENED_AS, self._trained_as[point.key])
+        values = known if known is not None else worst_values(self.objectives, point.costs)
+        self.ot_study.tell(ot_trial.number, values, state=TrialState.COMPLETE)
 
     def _propose(self, trial_id: str) -> bool:
         """Hook before each ask (another proposer enqueues its point here); False: nothing to propose."""
@@ -238,6 +290,11 @@ class StudySearcher(Searcher):
                 self._set_attr(trial_id, attr, last[key])
         state, values = self._outcome(trial_id, last, epochs, error)
         self.ot_study.tell(self.numbers[trial_id], values, state=state)
+        point = self._candidates.pop(trial_id, None)
+        if point is not None:
+            self.screen.finish(point, values if state == TrialState.COMPLETE else None)
+            if state == TrialState.COMPLETE:
+                self._trained_as.setdefault(point.key, self.numbers[trial_id])
         self.completed.add(trial_id)
         for running in (self._last, self._epochs, self._costs, self._retries):
             running.pop(trial_id, None)

@@ -225,6 +225,7 @@ def _drive(
     from tuners.driver.pack_trainable import run_pack
     from tuners.driver.progress import SweepProgress, ray_logs_to
     from tuners.driver.searcher import StudySearcher
+    from tuners.driver.strategies import scheduler_of, strategy_of
     from tuners.driver.trainable import run_trial
     from tuners.store.budget import Ended, budget_in_force, counted_at_last_raise, raise_budget, record_end
 
@@ -289,8 +290,9 @@ def _drive(
     if rule is not None:
         searcher = StopWhenFrontStalls(searcher, ot_study, store, rule, since)
     packed = study.tuner.pack != 1
-    # a pack's members are judged one by one by a PackPruner actor (Ray's scheduler stops whole trials)
-    scheduler = MOASHA.for_study(study) if study.tuner.scheduler == "mo-asha" and not packed else None
+    # the search strategy's scheduler (mo-asha as `tuner: {scheduler}` sets it, or another); a pack's members are
+    # judged one by one by a PackPruner actor instead (Ray's scheduler stops whole trials)
+    scheduler = scheduler_of(study) if not packed else None
     prune_reasons = scheduler.reasons if scheduler is not None else {}
     recorder.prune_reasons = prune_reasons  # the trial's record says which rung stopped it and what dominated it
     concurrent = options.max_concurrent or study.tuner.max_concurrent
@@ -339,7 +341,9 @@ def _drive(
     out.print(
         f"sweep {ot_study.study_name!r}: {remaining} trials, up to {concurrent} at a time"
         f"{f' in packs of {study.tuner.pack}' if packed else ''}, "
-        f"{study.tuner.sampler} sampler, scheduler {study.tuner.scheduler}; storage {masked(options.storage)}"
+        f"{study.tuner.sampler} sampler, strategy {study.search.strategy}, scheduler "
+        f"{strategy_of(study).scheduler if study.search.strategy != 'full' else study.tuner.scheduler}; "
+        f"storage {masked(options.storage)}"
     )
     started = time.monotonic()
     try:
@@ -365,6 +369,8 @@ def _drive(
             raise StorageError(f"the sweep stopped: {lease.lost}. {fix}")
         done = counted_trials(ot_study)
         stalled = searcher.reason if isinstance(searcher, StopWhenFrontStalls) and done < budget else None
+        if done < budget and getattr(recorder, "exhausted", None):  # the strategy's screen found nothing left
+            stalled = recorder.exhausted
         if stalled:
             out.print(f"the sweep ended before its budget: {stalled}", highlight=False)
         progress.finish(interrupted=done < budget and not stalled, storage=options.storage)

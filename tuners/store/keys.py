@@ -138,3 +138,7 @@ def plain(value: Any) -> Any:
 
 # why mo-asha stopped the trial: {"rung", "rung_trials", "kept", "dominated_by", "better_in", "values"}
 PRUNED_BY = "pruned_by"
+# why the search strategy's screen skipped a point (tuners/driver/strategies.py), and the trial whose
+# values a skipped duplicate was told with
+SCREENED_BY = "screened_by"
+SCREENED_AS = "screened_as"

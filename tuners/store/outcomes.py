@@ -13,6 +13,7 @@ class Outcome(StrEnum):
     PRUNED = "pruned"  # a scheduler stopped it early
     FAILED = "failed"  # an error, a dead worker or a NaN metric
     INTERRUPTED = "interrupted"  # its driver stopped while it ran; re-queued on resume
+    SCREENED = "screened"  # the study's search strategy judged it not worth training; never trained
 
     def __str__(self) -> str:
         return self.value
