@@ -923,6 +923,20 @@ def test_budget_stop_when_defaults(tmp_path):
         ("the nni-tpe sampler proposes one trial at a time",),
     ),
     Case(
+        "strategy-beside-a-pack",
+        """
+        task: digits
+        objectives: [accuracy]
+        tuner:
+          pack: 4
+        search: {strategy: sh-1}
+        space: {d_model: 32}
+        """,
+        "search.strategy",
+        "search: {strategy: sh-1}",
+        ("sh-1 does not run in packs; use `tuner: {pack: 1}` with it",),
+    ),
+    Case(
         "sampler-typo-with-window",
         """
         task: digits
