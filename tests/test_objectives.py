@@ -76,7 +76,7 @@ def test_maximised_objectives_are_negated_and_hypervolume_is_the_dominated_area(
 
 
 def test_outcomes_are_stored_as_their_plain_names():
-    assert [o.value for o in Outcome] == ["complete", "infeasible", "pruned", "failed", "interrupted"]
+    assert [o.value for o in Outcome] == ["complete", "infeasible", "pruned", "failed", "interrupted", "screened"]
     assert Outcome.PRUNED == "pruned" and str(Outcome.FAILED) == "failed" and f"{Outcome.COMPLETE}" == "complete"
 
 
