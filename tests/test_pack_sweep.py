@@ -26,7 +26,7 @@ from helpers.procs import (
     states_sqlite,
     wait_for,
 )
-from helpers.studies import summary, sweep, write_study
+from helpers.studies import summary, sweep, write_cursed_study, write_study
 
 from searchspace import ArchConfig
 from trainers.loop import TrainSettings, fit
@@ -44,23 +44,7 @@ COMPLETE, FAIL, PRUNED, RUNNING = (
 
 def test_a_packed_sweep_keeps_each_members_record_outcome_and_device(tmp_path):
     name, budget, epochs = "packed", 6, 3
-    study = write_study(
-        tmp_path,
-        name,
-        task="cursed-digits",
-        trials=budget,
-        epochs=epochs,
-        scheduler="mo-asha",
-        pack=3,
-        d_models=(16, 24, 32),
-        raise_d_model=16,
-        nan_d_model=24,
-        seed_configs={
-            "raises": {"d_model": 16, "lr": 0.003},
-            "nan": {"d_model": 24, "lr": 0.003},
-            "fine": {"d_model": 32, "lr": 0.003},
-        },
-    )
+    study = write_cursed_study(tmp_path, name, trials=budget, epochs=epochs, scheduler="mo-asha", pack=3)
     s = sweep(tmp_path, study, f"sqlite:///{tmp_path / 'lwnas.db'}", name, budget, epochs)
     assert "in packs of 3" in s.output, s.output[-3000:]
     trials = s.trials

@@ -27,7 +27,7 @@ from helpers.procs import (
     read_trials,
     run_proc,
 )
-from helpers.studies import summary, sweep, write_study
+from helpers.studies import summary, sweep, write_cursed_study, write_study
 
 from searchspace.files import load_config_file
 from trainers import cost
@@ -228,21 +228,7 @@ def test_a_trial_that_raises_or_diverges_fails_alone(tmp_path):
     # the plugin is registered (tests/plugins, entry point `cursed-digits`), as a user's own task would be:
     # the driver and Ray's workers must both resolve it by that name
     name, budget = "cursed", 4
-    study = write_study(
-        tmp_path,
-        name,
-        task="cursed-digits",
-        trials=budget,
-        epochs=2,
-        d_models=(16, 24, 32),
-        raise_d_model=16,
-        nan_d_model=24,
-        seed_configs={
-            "raises": {"d_model": 16, "lr": 0.003},
-            "nan": {"d_model": 24, "lr": 0.003},
-            "fine": {"d_model": 32, "lr": 0.003},
-        },
-    )
+    study = write_cursed_study(tmp_path, name, trials=budget, epochs=2)
     s = sweep(tmp_path, study, f"sqlite:///{tmp_path / 'lwnas.db'}", name, budget, 2)
     by_seed = {t.user_attrs.get("seed_config"): t for t in s.trials.values()}
     raised, nan, fine = by_seed["raises"], by_seed["nan"], by_seed["fine"]

@@ -69,6 +69,25 @@ def write_study(
     return path
 
 
+def write_cursed_study(directory: Path, name: str, **options) -> Path:
+    """A study of the `cursed-digits` plugin task (tests/plugins) whose three seed configurations end three ways:
+    d_model 16 raises, 24 diverges to NaN, 32 trains (``options`` as write_study's)."""
+    return write_study(
+        directory,
+        name,
+        task="cursed-digits",
+        d_models=(16, 24, 32),
+        raise_d_model=16,
+        nan_d_model=24,
+        seed_configs={
+            "raises": {"d_model": 16, "lr": 0.003},
+            "nan": {"d_model": 24, "lr": 0.003},
+            "fine": {"d_model": 32, "lr": 0.003},
+        },
+        **options,
+    )
+
+
 def params_of_d_model(study_file: Path, d_model: int) -> int:
     """The parameter count the cost model gives one point of a study (what the constraint checks)."""
     study = load_study(study_file, task_family=task_family)
