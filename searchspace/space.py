@@ -162,6 +162,23 @@ class SearchSpace:
         """The params (active searched knobs) of fully decided ``values``."""
         return {k.name: values[k.name] for k in self.searched if k.condition is None or k.condition.holds(values)}
 
+    def low_corner(self) -> dict[str, Any]:
+        """Params of the point with every searched knob at its first value, numbers at their lowest.
+
+        Usually the cheapest point, so a constraint it meets is not reported as unsatisfiable (the first point
+        ``tuners.planning.check.cost_sample`` costs).
+        """
+
+        def lowest(knob: Knob) -> Any:
+            d = knob.domain
+            if isinstance(d, IntRange):
+                return d.low
+            if isinstance(d, Choice) and all(isinstance(v, int) for v in d.choices):
+                return min(v for v in d.choices if isinstance(v, int))
+            return d.at(0)
+
+        return self.active_params(self.effective(lowest))
+
     # ---- points ------------------------------------------------------------------------------
     def resolve(self, params: Mapping[str, Any], strict: bool = True) -> Point:
         """The configuration of ``params``; ``strict`` rejects missing, extra or out-of-domain values.

@@ -93,38 +93,19 @@ def sweep(
     recorded as infeasible and never trained. Ctrl-C stops cleanly; `lwnas resume NAME` continues.
     """
     allow(allow_plugin)
-    from searchspace.study import StudyError, name_problem, with_budget
+    from searchspace.study import StudyError, name_problem
     from tuners.driver.sweep import SweepOptions, run_sweep
-    from tuners.planning.check import (
-        constraint_problems,
-        cost_sample,
-        device_problems,
-        open_study,
-        prepare,
-        task_problems,
-        with_data,
-    )
+    from tuners.planning.check import check_sweep
 
     if name is not None and name_problem(name):
         _fail(f"--name {name_problem(name)}", code=2)
     try:
-        study = with_budget(with_data(open_study(study_file), data), trials, epochs)
-        # a cluster (--address) may have the GPUs this machine lacks: Ray places trials on nodes that have them
-        problems = [] if address else device_problems(study)
-        if problems:
-            raise StudyError(problems)
-        prepared = prepare(study)
-        problems = task_problems(study, prepared.task)
-        if not problems and study.constraints:
-            # the check `lwnas space validate` makes: constraints that no point meets are refused before
-            # Ray starts, instead of a sweep that records infeasible points until it gives up
-            problems = constraint_problems(study, cost_sample(study, prepared.costs, VALIDATE_SAMPLES))
+        prepared = check_sweep(study_file, data, trials, epochs, not address, VALIDATE_SAMPLES)
     except StudyError as exc:
-        problems = list(exc.problems)
-    for where, message in problems:
-        err.print(f"[red]error[/red] {escape(where)}: {escape(message)}", highlight=False)
-    if problems:
-        raise typer.Exit(2)
+        for where, message in exc.problems:
+            err.print(f"[red]error[/red] {escape(where)}: {escape(message)}", highlight=False)
+        raise typer.Exit(2) from None
+    study = prepared.study
     _warn_scheduler(study)
     options = SweepOptions(storage=storage, address=address, trials=trials, max_concurrent=max_concurrent, name=name)
     run_sweep(

@@ -19,6 +19,7 @@ from tuners.driver.samplers import proposer_seed
 from tuners.driver.searcher import StudySearcher
 from tuners.fronts.objectives import minimised
 from tuners.planning.costs import StaticCosts
+from tuners.store.trial_store import TrialStore
 
 INSTALL_HINT = (
     "NNI is not installed, or failed to import ({reason}); install it with `pip install 'lwnas[nni]'` "
@@ -50,8 +51,10 @@ def parego(values: np.ndarray, weights: np.ndarray, rho: float = 0.05) -> float:
 
 
 class NNISearcher(StudySearcher):
-    def __init__(self, study: Study, ot_study: optuna.Study, static: StaticCosts, storage: Any):
-        super().__init__(study, ot_study, static, storage)
+    def __init__(
+        self, study: Study, ot_study: optuna.Study, static: StaticCosts, storage: Any, store: TrialStore | None = None
+    ):
+        super().__init__(study, ot_study, static, storage, store)
         seed = proposer_seed(study, len(ot_study.get_trials(deepcopy=False)))  # a resume draws new points
         self.nni = make_nni_tuner(study, seed)
         self.rng = np.random.default_rng(seed)

@@ -32,6 +32,7 @@ from tuners.driver.searcher import StudySearcher
 from tuners.driver.trainable import NUMBER
 from tuners.planning.costs import StaticCosts
 from tuners.store import keys
+from tuners.store.trial_store import TrialStore
 
 AUTO_MAX = 32  # members of a `pack: auto` pack
 AUTO_SHARE = 0.25  # of the device's free memory a `pack: auto` pack may plan to use
@@ -54,8 +55,9 @@ class PackSearcher(StudySearcher):
         storage: Any,
         remaining: int,
         pruner: str | None = None,
+        store: TrialStore | None = None,
     ):
-        super().__init__(study, ot_study, static, storage)
+        super().__init__(study, ot_study, static, storage, store)
         self.left, self.pruner = remaining, pruner
         self.members: dict[str, dict[int, str]] = {}  # Ray trial id -> {Optuna number: member key}
         self.memory_budget = auto_memory_budget(study) if study.tuner.pack == "auto" else None

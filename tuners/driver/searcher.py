@@ -67,12 +67,20 @@ class StudySearcher(Searcher):
             ``TrialStore``, by trial number).
     """
 
-    def __init__(self, study: Study, ot_study: optuna.Study, static: StaticCosts, storage: Any):
+    def __init__(
+        self,
+        study: Study,
+        ot_study: optuna.Study,
+        static: StaticCosts,
+        storage: Any,
+        store: TrialStore | None = None,
+    ):
+        """``store``: the study's trial store when the driver has opened it already (else opened here)."""
         super().__init__(metric=None, mode=None)  # several objectives: they come from the study
         self.study, self.static, self.ot_study, self.storage = study, static, ot_study, storage
         self.objectives = study.objectives
         self.suggest_params = optuna_suggest(study.space)
-        self.store = TrialStore.of(storage, ot_study.study_name)
+        self.store = store if store is not None else TrialStore.of(storage, ot_study.study_name)
         self.numbers: dict[str, int] = {}  # Ray trial id -> Optuna trial number
         self.completed: set[str] = set()
         # per running trial only (dropped once it is told), so the driver's memory stays flat over long sweeps
@@ -181,8 +189,8 @@ class StudySearcher(Searcher):
     def _plan(self, number: int, params: dict[str, Any]) -> tuple[TrialRecord, Verdict]:
         """Resolve and cost a point once: the trial's record (what the worker trains) and its verdict."""
         point = self.study.space.resolve(params)
-        config = self.static.adapt(point.config)
-        verdict = self.static.evaluate(config)
+        verdict = self.static.evaluate(point.config)
+        config = verdict.config  # adapted to the task's input sizes, as it was costed
         seed = trial_seed(self.study.tuner.seed, number)
         training = trial_training(self.study, point.training, seed, self.study.tuner.cpus_per_trial)
         record = TrialRecord(

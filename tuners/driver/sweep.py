@@ -267,16 +267,16 @@ def _drive(
         from tuners.driver.nni_searcher import NNISearcher
 
         try:
-            searcher = NNISearcher(study, ot_study, static, storage)
+            searcher = NNISearcher(study, ot_study, static, storage, store)
         except ImportError as exc:
             raise SweepError(str(exc)) from None
     elif study.tuner.pack != 1:
         from tuners.driver.pack_searcher import PackSearcher
 
         pruner = f"lwnas-pack-pruner-{run_id}" if study.tuner.scheduler == "mo-asha" else None
-        searcher = PackSearcher(study, ot_study, static, storage, remaining, pruner)
+        searcher = PackSearcher(study, ot_study, static, storage, remaining, pruner, store)
     else:
-        searcher = StudySearcher(study, ot_study, static, storage)
+        searcher = StudySearcher(study, ot_study, static, storage, store)
     recorder = searcher  # the searcher that writes the trial records (the wrappers below pass them on)
     if study.budget.front_seeds > 1:
         from tuners.driver.seed_repeats import SeedRepeats

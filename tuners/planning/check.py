@@ -7,16 +7,15 @@ points, reporting constraints that none of them meets.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import cast
 
 import numpy as np
 
-from searchspace.domains import Choice, IntRange
-from searchspace.space import Knob, Point, SearchSpace
-from searchspace.study import COST_METRICS, Study, StudyError, load_study
+from searchspace.space import Point
+from searchspace.study import COST_METRICS, Study, StudyError, load_study, with_budget
 from trainers.tasks import Task, resolve_task
 from trainers.tasks.registry import absolute_path_options, task_class
 from tuners.planning.costs import StaticCosts, Verdict
@@ -110,6 +109,31 @@ def prepare(study: Study) -> Prepared:
     """The study's task and cost model, built once."""
     task = make_task(study)
     return Prepared(study, task, StaticCosts(study, task))
+
+
+def check_sweep(
+    path: str | Path, data: Path | None, trials: int | None, epochs: int | None, on_this_machine: bool, samples: int
+) -> Prepared:
+    """What ``lwnas sweep`` runs before Ray starts, in one pass: the study file read and checked, with ``--data``,
+    ``--trials`` and ``--epochs`` applied; the training device (when the sweep runs ``on_this_machine``); the task
+    built and checked against the study; and the constraints against ``samples`` costed points. Returns the
+    study prepared, its task and cost model built once (the driver sweeps with them); raises StudyError with
+    the problems found.
+    """
+    study = with_budget(with_data(open_study(path), data), trials, epochs)
+    # a cluster may have the GPUs this machine lacks: Ray places trials on nodes that have them
+    problems = device_problems(study) if on_this_machine else []
+    if problems:
+        raise StudyError(problems)
+    prepared = prepare(study)
+    problems = task_problems(study, prepared.task)
+    if not problems and study.constraints:
+        # the check `lwnas space validate` makes: constraints that no point meets are refused before Ray
+        # starts, instead of a sweep that records infeasible points until it gives up
+        problems = unmet_constraints(study, prepared.costs, samples)
+    if problems:
+        raise StudyError(problems)
+    return prepared
 
 
 def task_for_checks(study: Study) -> tuple[Task | type[Task], Task | None]:
@@ -234,36 +258,34 @@ class CostedPoint:
     verdict: Verdict
 
 
-def low_corner(space: SearchSpace) -> dict:
-    """Params of the point with every searched knob at its first value, numbers at their lowest.
-
-    Usually the cheapest point, so a constraint it meets is not reported as unsatisfiable.
-    """
-
-    def lowest(knob: Knob):
-        d = knob.domain
-        if isinstance(d, IntRange):
-            return d.low
-        if isinstance(d, Choice) and all(isinstance(v, int) for v in d.choices):
-            return min(v for v in d.choices if isinstance(v, int))
-        return d.at(0)
-
-    return space.active_params(space.effective(lowest))
-
-
 def cost_sample(
     study: Study, static: StaticCosts, n: int, seed: int = 0, step: Callable[[], None] | None = None
 ) -> list[CostedPoint]:
     """The low corner plus ``n - 1`` random points of the space, each with its static costs."""
+    return list(costed_points(study, static, n, seed, step))
+
+
+def costed_points(
+    study: Study, static: StaticCosts, n: int, seed: int = 0, step: Callable[[], None] | None = None
+) -> Iterator[CostedPoint]:
+    """``cost_sample``'s points one by one, each costed when it is asked for (the same points, in order)."""
     rng = np.random.default_rng(seed)
-    params = [low_corner(study.space)] + [study.space.sample(rng) for _ in range(max(0, n - 1))]
-    out = []
-    for p in params:
-        point = study.space.resolve(p)
-        out.append(CostedPoint(point, static.verdict(point.config)))
+    for i in range(max(1, n)):
+        point = study.space.resolve(study.space.low_corner() if i == 0 else study.space.sample(rng))
+        yield CostedPoint(point, static.verdict(point.config))
         if step:
             step()
-    return out
+
+
+def unmet_constraints(study: Study, static: StaticCosts, n: int) -> list[tuple[str, str]]:
+    """``constraint_problems`` over ``cost_sample(study, static, n)``, costing no point after the first that meets
+    every constraint: with one such point no constraint is unmet, whatever the others cost."""
+    sample = []
+    for costed in costed_points(study, static, n):
+        sample.append(costed)
+        if costed.verdict.feasible:
+            break
+    return constraint_problems(study, sample)
 
 
 def constraint_problems(study: Study, sample: list[CostedPoint]) -> list[tuple[str, str]]:

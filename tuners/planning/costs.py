@@ -28,6 +28,7 @@ class Verdict:
     costs: dict[str, float | str]  # params, madds, memory, latency figures, and the latency device's name
     violations: dict[str, float]
     report: CostReport = field(repr=False)
+    config: ArchConfig = field(repr=False)  # the configuration costed: the point adapted to the task's input sizes
 
     @property
     def feasible(self) -> bool:
@@ -45,6 +46,8 @@ class StaticCosts:
         used = {c.metric for c in study.constraints} | {o.metric for o in study.objectives}
         self.memory = "memory" in used
         self.latency = bool(used & set(LATENCY_METRICS))
+        # each constraint with the name its violations are kept under, described once rather than per point
+        self._constraints = [(c.describe(), c) for c in study.constraints]
         if self.latency:
             from trainers.latency import check_device, check_mode
 
@@ -78,8 +81,8 @@ class StaticCosts:
             costs["memory"] = report.memory_bytes
         costs.update(latency)
         # a constraint's metric is a numeric cost (the study parser allows no other)
-        violations = {c.describe(): c.violation(float(costs[c.metric])) for c in self.study.constraints}
-        return Verdict(costs, violations, report)
+        violations = {name: c.violation(float(costs[c.metric])) for name, c in self._constraints}
+        return Verdict(costs, violations, report, config)
 
     def _costed(self, config: ArchConfig) -> tuple[CostReport, dict[str, float | str]]:
         """The cost report and measured latency of ``config``'s architecture, each computed once per architecture.
