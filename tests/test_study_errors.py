@@ -20,7 +20,16 @@ from typer.testing import CliRunner
 
 from searchspace.study import StudyError, load_study, loads_study
 from tuners.cli.main import app
-from tuners.planning.check import constraint_problems, cost_sample, make_task, open_study, task_family, task_problems
+from tuners.planning.check import (
+    check_sweep,
+    constraint_problems,
+    cost_sample,
+    make_task,
+    open_study,
+    task_family,
+    task_problems,
+    unmet_constraints,
+)
 from tuners.planning.costs import StaticCosts
 
 REPO = Path(__file__).resolve().parents[1]
@@ -1837,6 +1846,42 @@ def test_constraint_a_sampled_point_meets_is_fine(tmp_path):
     study = open_study(path)
     sample = cost_sample(study, StaticCosts(study, make_task(study)), 2)
     assert constraint_problems(study, sample) == []
+
+
+class CountedCosts(StaticCosts):
+    """The real cost model, counting the points it costs."""
+
+    costed = 0
+
+    def verdict(self, config):
+        self.costed += 1
+        return super().verdict(config)
+
+
+@pytest.mark.parametrize("limit", ["10", "1.0e9"])
+def test_the_sweep_check_finds_what_the_whole_sample_finds(tmp_path, limit):
+    # unsatisfiable (every point costed, the same located problem) and satisfiable (no problem)
+    path, _ = write(tmp_path, UNSATISFIABLE.replace("max: 10}", f"max: {limit}}}"))
+    study = open_study(path)
+    whole = constraint_problems(study, cost_sample(study, StaticCosts(study, make_task(study)), 8))
+    counted = CountedCosts(study, make_task(study))
+    assert unmet_constraints(study, counted, 8) == whole
+    assert bool(whole) == (limit == "10")
+    # a point that meets every constraint settles it: the check stops costing there (the low corner, here)
+    assert counted.costed == (8 if whole else 1)
+
+
+def test_check_sweep_applies_the_overrides_and_refuses_what_no_point_meets(tmp_path):
+    path, text = write(tmp_path, UNSATISFIABLE.replace("max: 10}", "max: 1.0e9}"))
+    prepared = check_sweep(path, None, 3, 2, True, 8)
+    assert (prepared.study.budget.trials, prepared.study.budget.epochs) == (3, 2)
+    assert prepared.costs.study is prepared.study and prepared.costs.task is prepared.task  # the driver reuses them
+    path, text = write(tmp_path, UNSATISFIABLE, name="tight.yaml")
+    with pytest.raises(StudyError) as caught:
+        check_sweep(path, None, None, None, True, 8)
+    [problem] = [parse(location, message) for location, message in caught.value.problems]
+    assert (problem.line, problem.where) == (line_with(text, "params: {max"), "constraints.params")
+    assert problem.message.startswith("no point meets params <= 10: across 8 sampled points")
 
 
 # ---- several problems at once, and the CLI -----------------------------------------------------------
