@@ -40,6 +40,7 @@ repository root (quick: Ray's start and one one-epoch trial, ~20-40 s on two cor
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -296,11 +297,13 @@ def main() -> None:
 
         walk.entry = run_command.__code__
         t0 = time.perf_counter()
-        sys.settrace(walk.trace)
-        try:
-            code = run_command()
-        finally:
-            sys.settrace(None)
+        # stdout is this script's JSON: what the sweep prints there (its front) goes to stderr with its progress
+        with contextlib.redirect_stdout(sys.stderr):
+            sys.settrace(walk.trace)
+            try:
+                code = run_command()
+            finally:
+                sys.settrace(None)
         seconds = time.perf_counter() - t0
     assert threading.current_thread() is threading.main_thread()
     result = walk.report(args.steps, args.top)
