@@ -24,6 +24,8 @@ AllowPlugin = Annotated[
 
 def allow(references: list[str] | None) -> None:
     """Allow ``references`` (the flag's values) for this process; a malformed one is a usage error (exit 2)."""
+    if not references:  # the registry imports torch (trainers/__init__.py): a command that allows nothing need not
+        return
     from searchspace import ConfigError
     from trainers.tasks.registry import allow_plugins
 

@@ -141,14 +141,15 @@ def resume(
     """Continue a sweep whose driver stopped (Ctrl-C, kill, restart): finished trials are kept, trials that
     were running are re-queued, and the rest of the budget runs. With --trials N, grow a finished sweep."""
     allow(allow_plugin)
-    from searchspace.study import StudyError, study_from_dict
-    from tuners.driver.sweep import SweepOptions, run_sweep
-    from tuners.planning.check import device_problems, task_family
     from tuners.store import keys
 
     if trials is not None and trials < 1:
         _fail(f"--trials must be an integer >= 1, got {trials}", code=2)
-    ot_study = _load_ot_study(name, storage)
+    ot_study = _load_ot_study(name, storage)  # before torch and Ray are imported: a wrong name fails in a second
+    from searchspace.study import StudyError, study_from_dict
+    from tuners.driver.sweep import SweepOptions, run_sweep
+    from tuners.planning.check import device_problems, task_family
+
     spec = ot_study.user_attrs.get(keys.STUDY_SPEC)
     if not spec:
         _fail(f"study {name!r} was not created by lwnas sweep (it has no {keys.STUDY_SPEC} attribute)")
@@ -310,7 +311,6 @@ def export(
     A study's trials keep no weights, so their model files hold initialised weights (drawn with the trial's seed);
     export a `lwnas train` checkpoint with --checkpoint for trained weights."""
     allow(allow_plugin)
-    from tuners.export.configs import ExportError, export_trials
     from tuners.export.deploy import FORMATS
 
     if fmt not in FORMATS:
@@ -323,7 +323,9 @@ def export(
     from tuners.store.trial_store import TrialStore
 
     assert name is not None  # NAME or --checkpoint, checked above
-    ot_study, backend = _open_ot_study(name, storage)
+    ot_study, backend = _open_ot_study(name, storage)  # before torch is imported: a wrong name fails in a second
+    from tuners.export.configs import ExportError, export_trials
+
     try:
         paths = export_trials(ot_study, TrialStore.of(backend, name), trials, output, infeasible, fmt)
     except ExportError as exc:

@@ -88,7 +88,7 @@ class NNISearcher(StudySearcher):
         pid, proposal = self._pending.pop(trial_id)
         frozen = self.store.trial(self.numbers[trial_id])
         if frozen.state != optuna.trial.TrialState.COMPLETE:
-            self.nni.trial_end(pid, success=False)
+            self.nni.trial_end(pid, False)  # positional: TpeTuner names it `_success`, EvolutionTuner `success`
             return
         vector = minimised(frozen.values, self.objectives)
         self._seen.append(vector)
