@@ -339,7 +339,7 @@ class StudyData:
         if self.kinds is not None:
             kinds = self.kinds
         elif self.columns is not None:
-            kinds = list(kinds_of(self.columns.numbers, column_parts(self.columns), self._groups()))
+            kinds = list(kinds_of(self.columns.numbers, self._column_parts, self._groups()))
         else:
             kinds = list(kinds_of([r.number for r in self.records], knob_parts(self.records)))
         seen: dict[str, None] = {}
@@ -347,11 +347,17 @@ class StudyData:
             seen.update(dict.fromkeys(knobs))
         self.knobs = [k for k in seen if k not in self.metrics]
 
+    @cached_property
+    def _column_parts(self) -> Parts:
+        """``column_parts`` of ``columns``, made once (three lists over every row)."""
+        assert self.columns is not None
+        return column_parts(self.columns)
+
     def _groups(self) -> dict[Shape, KnobGroup]:
         """``column_groups``, grouped now if not yet."""
         assert self.columns is not None
         if self.column_groups is None:
-            self.column_groups = knob_groups(column_parts(self.columns))
+            self.column_groups = knob_groups(self._column_parts)
         return self.column_groups
 
     def knob_row(self, number: int) -> dict[str, Any]:
@@ -438,7 +444,7 @@ class StudyData:
                 frame = spliced
             elif self.columns is not None:
                 fields = _column_fields(self.columns, all_costs)
-                frame = self._table(fields, costs, column_parts(self.columns), groups=self._groups())
+                frame = self._table(fields, costs, self._column_parts, groups=self._groups())
             else:
                 frame = self._rows(self.records, costs)
             frame["seeds"] = pd.Series([self.seeds.get(n) for n in frame["trial"]], index=frame.index)
@@ -543,7 +549,7 @@ class StudyData:
         """A knob's value in every trial, one type per column: mixed or missing values become text."""
         if knob not in self._knob_cache:
             if self.columns is not None:
-                self._knob_cache.update(self._knob_columns(column_parts(self.columns), groups=self._groups()))
+                self._knob_cache.update(self._knob_columns(self._column_parts, groups=self._groups()))
             else:
                 self._knob_cache.update(self._knob_columns(knob_parts(self.records)))
         return self._knob_cache[knob]
@@ -667,8 +673,9 @@ class TrialCache:
         refresh (``_settle``). Returns how many trials were read."""
         assert self._store is not None
         columns = self._store.columns_since()  # bulk SQL: every trial
-        groups = knob_groups(column_parts(columns))  # once: the kinds here, the table's knob columns later
-        for kind, numbers in kinds_of(columns.numbers, column_parts(columns), groups).items():
+        parts = column_parts(columns)
+        groups = knob_groups(parts)  # once: the kinds here, the table's knob columns later
+        for kind, numbers in kinds_of(columns.numbers, parts, groups).items():
             self._kind_of.update(dict.fromkeys(numbers, kind))
             self._kind_trials.setdefault(kind, set()).update(numbers)
         self._parents = {n: p for n, p in zip(columns.numbers, columns.parents()) if n != p}

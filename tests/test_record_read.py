@@ -10,6 +10,7 @@ import math
 import optuna
 import pytest
 from helpers.trials import every_kind_of_trial
+from sqlalchemy import event
 
 from tuners.fronts.seeds import parent_of
 from tuners.store import keys
@@ -64,6 +65,43 @@ def test_records_equal_record_of_optunas_view(storage_url, study_name):
     ]
     assert reader.records_since() == []  # nothing changed
     assert reader.records() == records  # a fresh read of every trial
+
+
+def test_sqlites_scans_of_the_params_read_what_optuna_holds(tmp_path):
+    """On SQLite a read of most of the database's trials scans the params table in stored order: over an id range
+    where the study's trials are every id between two (a study alone), else testing each row against the list of
+    its ids (another study's trials between); a read of a few trials looks each one up. Each way reads Optuna's
+    view of the study, and the test sees which way each read took."""
+    url = f"sqlite:///{tmp_path / 'lwnas.db'}"
+    storage, _, study = richest_study(url, "alone")
+
+    def read(name: str) -> tuple[bool, bool]:
+        reader = TrialStore.of(storage, name)
+        statements: list[str] = []
+
+        def seen(conn, cursor, statement, *rest):
+            statements.append(statement)
+
+        event.listen(reader.engine, "before_cursor_execute", seen)
+        try:
+            reads = reader.records_since()
+        finally:
+            event.remove(reader.engine, "before_cursor_execute", seen)
+        optunas = storage.get_all_trials(reader.study_id, deepcopy=False)
+        assert [r.record for r in reads] == [record_of(t) for t in optunas]
+        assert [r.parent for r in reads] == [parent_of(t) for t in optunas]
+        params = next(s for s in statements if "a.param_value" in s)
+        return "+a.trial_id BETWEEN" in params, "+a.trial_id IN" in params
+
+    assert read("alone") == (True, False)
+    other = optuna.create_study(study_name="beside", storage=storage, directions=study.directions)
+    lr = optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True)
+    for i in range(3):  # the two studies' trials in turn: the first study's ids are no longer one range
+        for ot_study, values in ((study, [0.5 + i / 10, 100.0]), (other, [0.1, 1.0 + i])):
+            trial = ot_study.ask({"lr": lr})
+            ot_study.tell(trial, values)
+    assert read("alone") == (False, True)
+    assert read("beside") == (False, False)
 
 
 def test_incremental_read_returns_what_changed(storage_url, study_name):

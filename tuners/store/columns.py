@@ -56,6 +56,8 @@ class TrialColumns:
         self.starts, self.completes, self.epochs = starts, completes, epochs
         self._records: list[TrialRecord | None] = [None] * len(numbers)
         self._lock = threading.Lock()  # dashboard sessions are threads; a record is built once
+        self._plans: list[dict[str, Any]] | None = None  # plans() and outcomes(), made once
+        self._outcomes: list[str] | None = None
 
     def __len__(self) -> int:
         return len(self.numbers)
@@ -114,12 +116,19 @@ class TrialColumns:
         return [int(a[SEED_OF]) if SEED_OF in a else n for a, n in zip(self.attrs, self.numbers)]
 
     def outcomes(self) -> list[str]:
-        """Each row's outcome as ``record_from`` reads it."""
-        return [a[OUTCOME] if OUTCOME in a else outcome_of_state(s) for a, s in zip(self.attrs, self.states)]
+        """Each row's outcome as ``record_from`` reads it; made once (the table and the candidates read them)."""
+        if self._outcomes is None:
+            self._outcomes = [
+                a[OUTCOME] if OUTCOME in a else outcome_of_state(s) for a, s in zip(self.attrs, self.states)
+            ]
+        return self._outcomes
 
     def plans(self) -> list[dict[str, Any]]:
-        """Each row's planned record (``record_from``: one attribute now, each field alone before it)."""
-        return [a.get(PLAN) or a for a in self.attrs]
+        """Each row's planned record (``record_from``: one attribute now, each field alone before it); made once
+        (the table's costs and knobs both read them)."""
+        if self._plans is None:
+            self._plans = [a.get(PLAN) or a for a in self.attrs]
+        return self._plans
 
     def attr(self, key: str) -> list[Any]:
         """Each row's attribute ``key`` (None where it has none): ``WALL_TIME``, ``HOST``, ``FAILURE``."""

@@ -24,6 +24,7 @@ import contextlib
 import datetime as dt
 import gc
 import json
+import re
 import threading
 import time
 from collections import defaultdict
@@ -251,7 +252,9 @@ def _columns_of(
     """``read_columns``' queries on ``conn`` and the columns they make."""
 
     def run(name: str) -> list:
-        expanding: list[Any] = [bindparam(k, expanding=True) for k in params if k.startswith("open")]
+        # the open trials' id lists this query names (the range scans name none)
+        named = set(re.findall(r":(open\d+)\b", queries[name]))
+        expanding: list[Any] = [bindparam(k, expanding=True) for k in params if k in named]
         if ":multi" in queries[name]:  # typed: PostgreSQL compares an empty list's placeholder with the names
             expanding.append(bindparam("multi", expanding=True, type_=String))
         result = conn.execute(text(queries[name]).bindparams(*expanding), params)
@@ -261,8 +264,15 @@ def _columns_of(
             result.close()
 
     rows = run("trials")
-    if engine.dialect.name == "sqlite" and _most_trials(conn, len(rows)):
-        queries["params"], queries["distributions"] = queries["params_scan"], queries["distributions_scan"]
+    if engine.dialect.name == "sqlite" and rows and _most_trials(conn, len(rows)):
+        ids = [row[0] for row in rows]
+        if max(ids) - min(ids) + 1 == len(ids):
+            # the read's trials are exactly the ids from the least to the largest (ids are unique): a range
+            # test per row instead of a lookup in the list of ids (0.6 s of the two scans at 100,000 trials)
+            queries["params"], queries["distributions"] = queries["params_range"], queries["distributions_range"]
+            params["lo"], params["hi"] = min(ids), max(ids)
+        else:
+            queries["params"], queries["distributions"] = queries["params_scan"], queries["distributions_scan"]
     single, params["multi"] = _distributions(run("distributions"))
     values, params_ = _values(run("values")), _params(run("params"), single)
     user, system = dict(run("user")), dict(run("system"))
@@ -393,6 +403,12 @@ _QUERIES = {
     "WHERE +a.trial_id IN (SELECT t.trial_id FROM trials t WHERE {scope}) ORDER BY a.param_id",
     "distributions_scan": "SELECT DISTINCT a.param_name, a.distribution_json FROM trial_params a "
     "WHERE +a.trial_id IN (SELECT t.trial_id FROM trials t WHERE {scope})",
+    # the same scans where the read's trial ids are all the ids between two (a study alone in its database)
+    "params_range": "SELECT a.trial_id, a.param_name, a.param_value, "
+    "CASE WHEN a.param_name IN :multi THEN a.distribution_json END FROM trial_params a "
+    "WHERE +a.trial_id BETWEEN :lo AND :hi ORDER BY a.param_id",
+    "distributions_range": "SELECT DISTINCT a.param_name, a.distribution_json FROM trial_params a "
+    "WHERE +a.trial_id BETWEEN :lo AND :hi",
     "user": "SELECT t.trial_id, {attrs} "
     + _FROM.format(table="trial_user_attributes")
     + f" AND NOT {EPOCH_ROWS} GROUP BY t.trial_id",
