@@ -1,5 +1,6 @@
 """Shared fixtures; the test plugins' registration (tests/helpers/plugins.py)."""
 
+import json
 import os
 import shutil
 import tempfile
@@ -16,6 +17,9 @@ from helpers.studies import Swept, shared_study
 
 _registry: Path | None = None
 LONG_MARKERS = ("slow", "browser", "cluster")
+TESTS = Path(__file__).resolve().parent
+DURATIONS = TESTS / "durations.json"
+UNMEASURED_LONG_S, UNMEASURED_S = 60.0, 5.0  # a module not in durations.json yet: marked long, or not
 
 
 # One intra-op thread for every process the suite starts (unless the caller's environment says otherwise): the suite
@@ -103,7 +107,14 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.postgres)
         if "swept_study" in item.fixturenames:
             item.add_marker(pytest.mark.slow)
-    # the modules with long tests first (their order kept), so that pytest-xdist's workers do not end the run
-    # waiting on one long test handed out last; a module stays in one piece for its module-scoped fixtures
+    # the longest modules first (tests/durations.json, bench/suite_durations.py; a module missing there by its
+    # markers), each in its own order: pytest-xdist hands whole modules out in this order (--dist loadscope), so
+    # the run does not end on one worker busy with a long module begun last while the others idle
     long = {item.module for item in items if any(item.get_closest_marker(m) for m in LONG_MARKERS)}
-    items.sort(key=lambda item: item.module not in long)
+    measured = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+
+    def seconds(item) -> float:
+        module = Path(item.module.__file__).relative_to(TESTS.parent).as_posix()
+        return measured.get(module, UNMEASURED_LONG_S if item.module in long else UNMEASURED_S)
+
+    items.sort(key=lambda item: -seconds(item))

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from searchspace import ArchConfig, build_model
-from tuners.export.deploy import export_inputs, input_names, write_model
+from tuners.export.deploy import export_inputs, input_names, write_models
 
 RUNNER = Path(__file__).parent / "run_artifacts.py"
 ATOL, RTOL = 1e-5, 1e-4
@@ -79,8 +79,7 @@ def export_configs(configs: dict[str, ArchConfig], folder: Path) -> dict[str, np
         stem = stem_of(name)
         torch.manual_seed(0)
         model = build_model(config).eval()
-        for fmt, suffix in FORMATS:
-            write_model(model, config, fmt, folder / f"{stem}{suffix}", {"registry": name})
+        write_models(model, config, {fmt: folder / f"{stem}{suffix}" for fmt, suffix in FORMATS}, {"registry": name})
         inputs = inputs_for(model)
         np.savez(folder / f"{stem}.inputs.npz", **inputs)
         expected[stem] = expected_output(model, inputs)

@@ -56,7 +56,16 @@ def _load(
 ) -> tuple[Any, list, list[tuple[str, str]]]:
     """The study, a costed sample and every problem (study file, task, constraints; with ``local``, a training
     device this machine lacks, as a sweep here would meet it)."""
-    from searchspace.study import StudyError
+    from searchspace.study import StudyError, load_study
+    from searchspace.yamlsource import YamlProblem, load_located
+
+    try:  # the file's bytes and YAML first: a file refused there is reported before torch and the tasks load
+        load_located(path)
+    except (YamlProblem, FileNotFoundError):
+        try:
+            load_study(path)
+        except StudyError as exc:
+            return None, [], list(exc.problems)
     from trainers.cost import CostError
     from tuners.planning.check import (
         constraint_problems,

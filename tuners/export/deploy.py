@@ -157,8 +157,9 @@ def _chain(exc: BaseException | None):
         exc = exc.__cause__ or exc.__context__
 
 
-def export_program(model, config: ArchConfig):
-    """The model (eval mode) as a ``torch.export.ExportedProgram`` with a dynamic batch dimension."""
+def export_program(model, config: ArchConfig, fmt: str = "torch"):
+    """The model (eval mode) as a ``torch.export.ExportedProgram`` with a dynamic batch dimension; both formats are
+    written from it (``fmt``: the format a failure names)."""
     import torch
 
     model = model.eval()
@@ -168,14 +169,14 @@ def export_program(model, config: ArchConfig):
         with torch.no_grad(), tracked:
             return torch.export.export(model, inputs, dynamic_shapes=_dynamic_batch(model), strict=False)
     except Exception as exc:  # noqa: BLE001 - torch.export raises many unrelated types; all mean "not exportable"
-        raise _explain(exc, config, "torch", tracked.failed_in) from None
+        raise _explain(exc, config, fmt, tracked.failed_in) from None
 
 
-def write_torch(model, config: ArchConfig, path: Path, provenance: dict[str, Any]) -> Path:
+def write_torch(model, config: ArchConfig, path: Path, provenance: dict[str, Any], program=None) -> Path:
     """``path`` (.pt2): ``torch.export.load(path).module()(*inputs)`` runs it with torch alone."""
     import torch
 
-    program = export_program(model, config)
+    program = program if program is not None else export_program(model, config)
     torch.export.save(program, path, extra_files={METADATA: metadata(config, model, provenance)})
     return path
 
@@ -201,8 +202,11 @@ def _quiet_torchvision_notes() -> Iterator[None]:
         logger.removeFilter(rule)
 
 
-def write_onnx(model, config: ArchConfig, path: Path, provenance: dict[str, Any]) -> Path:
-    """``path`` (.onnx): onnxruntime runs it; inputs are named as ``forward``'s arguments, output ``output``."""
+def write_onnx(model, config: ArchConfig, path: Path, provenance: dict[str, Any], program=None) -> Path:
+    """``path`` (.onnx): onnxruntime runs it; inputs are named as ``forward``'s arguments, output ``output``.
+
+    Translated from the ``torch.export`` program (``export_program``, or ``program`` when one was traced for the
+    other format already): the exporter would otherwise trace the model once more itself."""
     import torch
 
     try:
@@ -212,26 +216,24 @@ def write_onnx(model, config: ArchConfig, path: Path, provenance: dict[str, Any]
             "--format onnx needs the onnx and onnxscript packages: pip install onnx onnxscript onnxruntime"
         ) from None
     model = model.eval()
-    inputs = export_inputs(model, batch=2)
-    tracked = _ModuleStack(model)
+    traced = program if program is not None else export_program(model, config, "onnx")
     try:
-        with torch.no_grad(), warnings.catch_warnings(), tracked, _quiet_torchvision_notes():
+        with torch.no_grad(), warnings.catch_warnings(), _quiet_torchvision_notes():
             warnings.simplefilter("ignore")  # the exporter's progress notes are not the user's concern
-            program = torch.onnx.export(
-                model,
-                inputs,
+            onnx_program = torch.onnx.export(
+                traced,
+                (),  # the program holds its example inputs and the dynamic batch dimension
                 dynamo=True,
-                dynamic_shapes=_dynamic_batch(model),
                 input_names=input_names(model),
                 output_names=["output"],
                 opset_version=ONNX_OPSET,
                 verbose=False,
                 report=False,
             )
-    except Exception as exc:  # noqa: BLE001 - as in export_program
-        raise _explain(exc, config, "onnx", tracked.failed_in) from None
-    assert program is not None  # torch.onnx.export returns None only without dynamo=True
-    proto = program.model_proto
+    except Exception as exc:  # noqa: BLE001 - as in export_program; the trace succeeded, so no module is named
+        raise _explain(exc, config, "onnx", []) from None
+    assert onnx_program is not None  # torch.onnx.export returns None only without dynamo=True
+    proto = onnx_program.model_proto
     entry = proto.metadata_props.add()
     entry.key, entry.value = METADATA, metadata(config, model, provenance)
     path.write_bytes(proto.SerializeToString())  # protobuf's 2 GB limit: far above the families' sizes
@@ -243,14 +245,24 @@ WRITERS = {"torch": write_torch, "onnx": write_onnx}
 
 def write_model(model, config: ArchConfig, fmt: str, path: Path, provenance: dict[str, Any]) -> Path:
     """Write ``model`` in ``fmt`` (``torch`` or ``onnx``) to ``path``."""
-    if fmt not in WRITERS:
-        raise DeployExportError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    try:
-        return WRITERS[fmt](model, config, path, provenance)
-    except OSError as exc:
-        raise DeployExportError(
-            f"cannot write {path}: {exc.strerror or exc}; choose a folder you can write to with -o"
-        ) from None
+    return write_models(model, config, {fmt: path}, provenance)[0]
+
+
+def write_models(model, config: ArchConfig, paths: dict[str, Path], provenance: dict[str, Any]) -> list[Path]:
+    """Write ``model`` in each format of ``paths`` (``{fmt: path}``), all from one ``torch.export`` trace."""
+    for fmt in paths:
+        if fmt not in WRITERS:
+            raise DeployExportError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    program = export_program(model, config, next(iter(paths))) if len(paths) > 1 else None
+    written = []
+    for fmt, path in paths.items():
+        try:
+            written.append(WRITERS[fmt](model, config, path, provenance, program))
+        except OSError as exc:
+            raise DeployExportError(
+                f"cannot write {path}: {exc.strerror or exc}; choose a folder you can write to with -o"
+            ) from None
+    return written
 
 
 def initialised_model(config: ArchConfig, seed: int):
