@@ -506,7 +506,8 @@ def _start_pack_pruner(name: str, moasha: Any) -> Any:
     from tuners.driver.pack_trainable import PackPruner
 
     actor = ray.remote(PackPruner).options(name=name, num_cpus=0).remote(moasha)
-    ray.get(actor.__ray_ready__.remote())  # type: ignore[union-attr]  # named and running before the first pack asks for it
+    # named and running before the first pack asks for it
+    ray.get(actor.__ray_ready__.remote())  # type: ignore[union-attr]
     return actor
 
 
