@@ -61,17 +61,17 @@ def test_nni_proposes_points_of_the_space_and_learns_from_every_finished_trial(t
     assert [t.state for t in trials] == [optuna.trial.TrialState.COMPLETE] * 4
     assert all(t.params["d_model"] in (16, 32, 64) and 1.0e-3 <= t.params["lr"] <= 5.0e-3 for t in trials)
     assert [t.values[0] for t in trials] == pytest.approx([0.2, 0.3, 0.4, 0.5])
-    assert len(searcher._seen) == 4 and not searcher._pending  # each result went back to NNI, none left over
+    assert searcher.scored == 4 and searcher.awaiting == 0  # each result went back to NNI, none left over
 
 
 def test_a_failed_trial_ends_in_nni_without_a_score(tmp_path):
     searcher = nni_searcher(tmp_path, "nni-tpe")
     searcher.suggest("t0")
     searcher.on_trial_complete("t0", error=True)
-    assert not searcher._pending and searcher._seen == []  # told NNI it ended, gave it no value
+    assert searcher.awaiting == 0 and searcher.scored == 0  # told NNI it ended, gave it no value
     assert isinstance(searcher.suggest("t1"), dict)  # the search goes on
     finish(searcher, "t1", 0.5)
-    assert len(searcher._seen) == 1
+    assert searcher.scored == 1
 
 
 def test_points_the_constraints_reject_are_scored_the_worst_and_the_search_goes_on(tmp_path):
@@ -86,7 +86,7 @@ def test_points_the_constraints_reject_are_scored_the_worst_and_the_search_goes_
     rejected = [t for t in trials if t.user_attrs["outcome"] == "infeasible"]  # kept in the study, never trained
     assert len(trained) == 3 and all(t.params["d_model"] == 16 for t in trained)
     assert rejected and all(t.params["d_model"] in (32, 64) for t in rejected)
-    assert not searcher._pending
+    assert searcher.awaiting == 0
 
 
 def test_parego_weighs_the_worst_objective_and_adds_the_sum():

@@ -62,6 +62,16 @@ class NNISearcher(StudySearcher):
         self._next_id = 0
         self._seen: list[np.ndarray] = []  # minimised objective vectors of finished trials
 
+    @property
+    def awaiting(self) -> int:
+        """Points NNI proposed that have not been given a result yet."""
+        return len(self._pending)
+
+    @property
+    def scored(self) -> int:
+        """Finished trials whose score NNI was given (failed ones end unscored)."""
+        return len(self._seen)
+
     def _propose(self, trial_id: str) -> bool:
         import nni
 
